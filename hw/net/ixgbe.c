@@ -1,0 +1,402 @@
+/*
+ * QEMU model of the Intel 82599 10 Gigabit Ethernet controller:
+ * PCI Express function, BARs, capabilities, properties and migration.
+ *
+ * The function presents itself as an 82599 10GBASE-KR backplane port
+ * (device 0x1517): a backplane part needs neither an SFP+ module nor a
+ * PHY behind MDIO, so the stock drivers bring the link up from the MAC's
+ * own AUTOC/LINKS registers.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/units.h"
+#include "qemu/range.h"
+#include "qapi/error.h"
+#include "net/net.h"
+#include "hw/pci/pci_device.h"
+#include "hw/pci/pcie.h"
+#include "hw/pci/msi.h"
+#include "hw/pci/msix.h"
+#include "hw/qdev-properties.h"
+#include "system/system.h"
+#include "migration/vmstate.h"
+#include "qom/object.h"
+#include "ixgbe_core.h"
+#include "trace.h"
+
+#define TYPE_IXGBE "ixgbe"
+OBJECT_DECLARE_SIMPLE_TYPE(IxgbeState, IXGBE)
+
+#define IXGBE_MMIO_BAR      0
+#define IXGBE_IO_BAR        2
+#define IXGBE_MSIX_BAR      4
+
+#define IXGBE_CAP_PM        0x40
+#define IXGBE_CAP_MSI       0x50
+#define IXGBE_CAP_MSIX      0x70
+#define IXGBE_CAP_PCIE      0xA0
+#define IXGBE_CAP_AER       0x100
+
+/* I/O BAR: indirect register access through IOADDR/IODATA */
+#define IXGBE_IOADDR        0x0
+#define IXGBE_IODATA        0x4
+
+struct IxgbeState {
+    PCIDevice parent_obj;
+    NICState *nic;
+    NICConf conf;
+
+    MemoryRegion mmio;
+    MemoryRegion io;
+    MemoryRegion msix;
+
+    uint32_t ioaddr;
+    IxgbeCore core;
+};
+
+static uint64_t ixgbe_mmio_read(void *opaque, hwaddr addr, unsigned size)
+{
+    IxgbeState *s = opaque;
+
+    return ixgbe_core_read(&s->core, addr, size);
+}
+
+static void ixgbe_mmio_write(void *opaque, hwaddr addr, uint64_t val,
+                             unsigned size)
+{
+    IxgbeState *s = opaque;
+
+    ixgbe_core_write(&s->core, addr, val, size);
+}
+
+static const MemoryRegionOps ixgbe_mmio_ops = {
+    .read = ixgbe_mmio_read,
+    .write = ixgbe_mmio_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .impl = {
+        .min_access_size = 4,
+        .max_access_size = 4,
+    },
+};
+
+static uint64_t ixgbe_io_read(void *opaque, hwaddr addr, unsigned size)
+{
+    IxgbeState *s = opaque;
+
+    switch (addr) {
+    case IXGBE_IOADDR:
+        return s->ioaddr;
+    case IXGBE_IODATA:
+        if (s->ioaddr < IXGBE_MMIO_SIZE) {
+            return ixgbe_core_read(&s->core, s->ioaddr, 4);
+        }
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+static void ixgbe_io_write(void *opaque, hwaddr addr, uint64_t val,
+                           unsigned size)
+{
+    IxgbeState *s = opaque;
+
+    switch (addr) {
+    case IXGBE_IOADDR:
+        s->ioaddr = val & (IXGBE_MMIO_SIZE - 4);
+        break;
+    case IXGBE_IODATA:
+        ixgbe_core_write(&s->core, s->ioaddr, val, 4);
+        break;
+    default:
+        break;
+    }
+}
+
+static const MemoryRegionOps ixgbe_io_ops = {
+    .read = ixgbe_io_read,
+    .write = ixgbe_io_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .impl = {
+        .min_access_size = 4,
+        .max_access_size = 4,
+    },
+};
+
+static bool ixgbe_nc_can_receive(NetClientState *nc)
+{
+    IxgbeState *s = qemu_get_nic_opaque(nc);
+
+    return ixgbe_rx_can_receive(&s->core);
+}
+
+static ssize_t ixgbe_nc_receive_iov(NetClientState *nc,
+                                    const struct iovec *iov, int iovcnt)
+{
+    IxgbeState *s = qemu_get_nic_opaque(nc);
+
+    return ixgbe_rx_receive(&s->core, iov, iovcnt, false);
+}
+
+static ssize_t ixgbe_nc_receive(NetClientState *nc, const uint8_t *buf,
+                                size_t size)
+{
+    const struct iovec iov = { .iov_base = (uint8_t *)buf, .iov_len = size };
+
+    return ixgbe_nc_receive_iov(nc, &iov, 1);
+}
+
+static void ixgbe_nc_link_status_changed(NetClientState *nc)
+{
+    IxgbeState *s = qemu_get_nic_opaque(nc);
+
+    ixgbe_core_set_link_status(&s->core);
+}
+
+static NetClientInfo ixgbe_net_info = {
+    .type = NET_CLIENT_DRIVER_NIC,
+    .size = sizeof(NICState),
+    .can_receive = ixgbe_nc_can_receive,
+    .receive = ixgbe_nc_receive,
+    .receive_iov = ixgbe_nc_receive_iov,
+    .link_status_changed = ixgbe_nc_link_status_changed,
+};
+
+static void ixgbe_write_config(PCIDevice *dev, uint32_t addr, uint32_t val,
+                               int len)
+{
+    IxgbeState *s = IXGBE(dev);
+
+    pci_default_write_config(dev, addr, val, len);
+    pcie_cap_flr_write_config(dev, addr, val, len);
+    if (range_covers_byte(addr, len, PCI_COMMAND) &&
+        (dev->config[PCI_COMMAND] & PCI_COMMAND_MASTER) &&
+        ixgbe_rx_can_receive(&s->core)) {
+        qemu_flush_queued_packets(qemu_get_queue(s->nic));
+    }
+}
+
+static void ixgbe_pci_realize(PCIDevice *d, Error **errp)
+{
+    IxgbeState *s = IXGBE(d);
+    DeviceState *dev = DEVICE(d);
+    int ret;
+
+    d->config_write = ixgbe_write_config;
+    d->config[PCI_CACHE_LINE_SIZE] = 0x10;
+    d->config[PCI_INTERRUPT_PIN] = 1;
+
+    memory_region_init_io(&s->mmio, OBJECT(s), &ixgbe_mmio_ops, s,
+                          "ixgbe-mmio", IXGBE_MMIO_SIZE);
+    pci_register_bar(d, IXGBE_MMIO_BAR, PCI_BASE_ADDRESS_MEM_TYPE_64,
+                     &s->mmio);
+    memory_region_init_io(&s->io, OBJECT(s), &ixgbe_io_ops, s,
+                          "ixgbe-io", IXGBE_IO_SIZE);
+    pci_register_bar(d, IXGBE_IO_BAR, PCI_BASE_ADDRESS_SPACE_IO, &s->io);
+    memory_region_init(&s->msix, OBJECT(s), "ixgbe-msix", IXGBE_MSIX_SIZE);
+    pci_register_bar(d, IXGBE_MSIX_BAR, PCI_BASE_ADDRESS_MEM_TYPE_64,
+                     &s->msix);
+
+    if (pcie_endpoint_cap_init(d, IXGBE_CAP_PCIE) < 0) {
+        error_setg(errp, "ixgbe: failed to add the PCIe capability");
+        return;
+    }
+    /* The link an 82599 negotiates in its intended slot: x8 at 5 GT/s */
+    pcie_cap_fill_link_ep_usp(d, QEMU_PCI_EXP_LNK_X8, QEMU_PCI_EXP_LNK_5GT);
+
+    ret = msix_init(d, IXGBE_MSIX_VECTORS, &s->msix, IXGBE_MSIX_BAR, 0,
+                    &s->msix, IXGBE_MSIX_BAR, IXGBE_MSIX_PBA_OFFSET,
+                    IXGBE_CAP_MSIX, errp);
+    if (ret < 0) {
+        return;
+    }
+    for (unsigned v = 0; v < IXGBE_MSIX_VECTORS; v++) {
+        msix_vector_use(d, v);
+    }
+    ret = msi_init(d, IXGBE_CAP_MSI, 1, true, true, errp);
+    if (ret < 0) {
+        goto err_msix;
+    }
+    if (pci_pm_init(d, IXGBE_CAP_PM, errp) < 0) {
+        goto err_msi;
+    }
+    pcie_cap_flr_init(d);
+    if (pcie_aer_init(d, PCI_ERR_VER, IXGBE_CAP_AER, PCI_ERR_SIZEOF,
+                      errp) < 0) {
+        goto err_msi;
+    }
+
+    qemu_macaddr_default_if_unset(&s->conf.macaddr);
+    s->nic = qemu_new_nic(&ixgbe_net_info, &s->conf,
+                          object_get_typename(OBJECT(s)), dev->id,
+                          &dev->mem_reentrancy_guard, s);
+    qemu_format_nic_info_str(qemu_get_queue(s->nic), s->conf.macaddr.a);
+
+    ixgbe_core_realize(&s->core, d, s->nic, s->conf.macaddr.a);
+    return;
+
+err_msi:
+    msi_uninit(d);
+err_msix:
+    msix_unuse_all_vectors(d);
+    msix_uninit(d, &s->msix, &s->msix);
+}
+
+static void ixgbe_pci_uninit(PCIDevice *d)
+{
+    IxgbeState *s = IXGBE(d);
+
+    ixgbe_core_unrealize(&s->core);
+    pcie_aer_exit(d);
+    pcie_cap_exit(d);
+    qemu_del_nic(s->nic);
+    msix_unuse_all_vectors(d);
+    msix_uninit(d, &s->msix, &s->msix);
+    msi_uninit(d);
+}
+
+static void ixgbe_reset_hold(Object *obj, ResetType type)
+{
+    IxgbeState *s = IXGBE(obj);
+
+    ixgbe_core_reset(&s->core);
+}
+
+static int ixgbe_pre_save(void *opaque)
+{
+    IxgbeState *s = opaque;
+
+    ixgbe_core_pre_save(&s->core);
+    return 0;
+}
+
+static int ixgbe_post_load(void *opaque, int version_id)
+{
+    IxgbeState *s = opaque;
+
+    return ixgbe_core_post_load(&s->core);
+}
+
+static const VMStateDescription ixgbe_vmstate_tx_ctx = {
+    .name = "ixgbe-tx-ctx",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(vlan_macip_lens, IxgbeTxContext),
+        VMSTATE_UINT32(seqnum_seed, IxgbeTxContext),
+        VMSTATE_UINT32(type_tucmd_mlhl, IxgbeTxContext),
+        VMSTATE_UINT32(mss_l4len_idx, IxgbeTxContext),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription ixgbe_vmstate_txq = {
+    .name = "ixgbe-txq",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_STRUCT_ARRAY(ctx, IxgbeTxQueue, 2, 1, ixgbe_vmstate_tx_ctx,
+                             IxgbeTxContext),
+        VMSTATE_UINT32(first_cmd, IxgbeTxQueue),
+        VMSTATE_UINT32(first_olinfo, IxgbeTxQueue),
+        VMSTATE_BOOL(in_packet, IxgbeTxQueue),
+        VMSTATE_BOOL(drop, IxgbeTxQueue),
+        VMSTATE_UINT32(wb_pending, IxgbeTxQueue),
+        VMSTATE_UINT32(wb_next, IxgbeTxQueue),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription ixgbe_vmstate_vector = {
+    .name = "ixgbe-vector",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_TIMER_PTR(timer, IxgbeVector),
+        VMSTATE_BOOL(armed, IxgbeVector),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription ixgbe_vmstate = {
+    .name = "ixgbe",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .pre_save = ixgbe_pre_save,
+    .post_load = ixgbe_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_PCI_DEVICE(parent_obj, IxgbeState),
+        VMSTATE_MSIX(parent_obj, IxgbeState),
+        VMSTATE_UINT32(ioaddr, IxgbeState),
+        VMSTATE_UINT32_ARRAY(core.mac, IxgbeState, IXGBE_NUM_REGS),
+        VMSTATE_UINT16_ARRAY(core.eeprom, IxgbeState, IXGBE_EEPROM_WORDS),
+        VMSTATE_UINT64(core.vec_cause, IxgbeState),
+        VMSTATE_UINT64(core.vec_mask, IxgbeState),
+        VMSTATE_UINT64(core.vec_automask, IxgbeState),
+        VMSTATE_UINT32(core.oth_cause, IxgbeState),
+        VMSTATE_UINT32(core.oth_mask, IxgbeState),
+        VMSTATE_BOOL(core.intx_level, IxgbeState),
+        VMSTATE_STRUCT_ARRAY(core.vec, IxgbeState, IXGBE_MSIX_VECTORS, 1,
+                             ixgbe_vmstate_vector, IxgbeVector),
+        VMSTATE_STRUCT_ARRAY(core.txq, IxgbeState, IXGBE_NUM_QUEUES, 1,
+                             ixgbe_vmstate_txq, IxgbeTxQueue),
+        VMSTATE_UINT8_ARRAY(core.permanent_mac, IxgbeState, 6),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const Property ixgbe_properties[] = {
+    DEFINE_NIC_PROPERTIES(IxgbeState, conf),
+};
+
+static void ixgbe_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+    ResettableClass *rc = RESETTABLE_CLASS(klass);
+    PCIDeviceClass *c = PCI_DEVICE_CLASS(klass);
+
+    c->realize = ixgbe_pci_realize;
+    c->exit = ixgbe_pci_uninit;
+    c->vendor_id = PCI_VENDOR_ID_INTEL;
+    c->device_id = IXGBE_DEV_ID_82599_KR;
+    c->revision = 1;
+    c->class_id = PCI_CLASS_NETWORK_ETHERNET;
+    c->subsystem_vendor_id = PCI_VENDOR_ID_INTEL;
+    c->subsystem_id = IXGBE_SUBSYS_ID;
+
+    rc->phases.hold = ixgbe_reset_hold;
+
+    dc->desc = "Intel 82599 10 Gigabit Ethernet Controller (10GBASE-KR)";
+    dc->vmsd = &ixgbe_vmstate;
+    device_class_set_props(dc, ixgbe_properties);
+    set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
+}
+
+static void ixgbe_instance_init(Object *obj)
+{
+    IxgbeState *s = IXGBE(obj);
+
+    device_add_bootindex_property(obj, &s->conf.bootindex, "bootindex",
+                                  "/ethernet-phy@0", DEVICE(obj));
+}
+
+static const TypeInfo ixgbe_info = {
+    .name = TYPE_IXGBE,
+    .parent = TYPE_PCI_DEVICE,
+    .instance_size = sizeof(IxgbeState),
+    .class_init = ixgbe_class_init,
+    .instance_init = ixgbe_instance_init,
+    .interfaces = (InterfaceInfo[]) {
+        { INTERFACE_PCIE_DEVICE },
+        { }
+    },
+};
+
+static void ixgbe_register_types(void)
+{
+    type_register_static(&ixgbe_info);
+}
+
+type_init(ixgbe_register_types)

@@ -1,0 +1,971 @@
+/*
+ * Intel 82599 10 GbE controller: register file, EEPROM, link and
+ * interrupt logic.
+ *
+ * Every register the model knows is described once, in ixgbe_reg_table:
+ * offset, instance count and stride, reset value, writable bits, whether a
+ * read clears it, and the handler for registers with side effects.
+ * Registers not in the table behave as plain storage.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "qemu/timer.h"
+#include "net/net.h"
+#include "hw/pci/pci_device.h"
+#include "hw/pci/msi.h"
+#include "hw/pci/msix.h"
+#include "net_tx_pkt.h"
+#include "net_rx_pkt.h"
+#include "ixgbe_core.h"
+#include "trace.h"
+
+typedef uint32_t (*IxgbeReadFn)(IxgbeCore *core, hwaddr addr);
+typedef void (*IxgbeWriteFn)(IxgbeCore *core, hwaddr addr, uint32_t val,
+                             uint32_t old);
+
+enum {
+    IXGBE_RF_RC = 1 << 0,       /* read clears the register */
+    IXGBE_RF_RAW = 1 << 1,      /* write handler stores the value itself */
+};
+
+typedef struct IxgbeRegDesc {
+    const char *name;
+    hwaddr base;
+    uint16_t count;
+    uint16_t stride;
+    uint32_t reset;
+    uint32_t wmask;
+    uint32_t flags;
+    IxgbeReadFn read;
+    IxgbeWriteFn write;
+} IxgbeRegDesc;
+
+/* ------------------------------------------------------------------ */
+/* Interrupts                                                          */
+/* ------------------------------------------------------------------ */
+
+static bool ixgbe_msix_mode(IxgbeCore *core)
+{
+    return msix_enabled(core->owner) &&
+           (core->mac[IXGBE_GPIE >> 2] & IXGBE_GPIE_MSIX_MODE);
+}
+
+static uint32_t ixgbe_eicr_value(IxgbeCore *core)
+{
+    uint32_t v = (uint32_t)(core->vec_cause & IXGBE_EICR_RTX_QUEUE) |
+                 core->oth_cause;
+
+    if (core->oth_cause & IXGBE_EICR_MISC_CAUSES) {
+        v |= IXGBE_EICR_OTHER;
+    }
+    return v;
+}
+
+static uint32_t ixgbe_eitr_interval_ns(IxgbeCore *core, unsigned vector)
+{
+    hwaddr a = vector < 24 ? IXGBE_EITR_LO + vector * 4
+                           : IXGBE_EITR_HI + (vector - 24) * 4;
+    uint32_t eitr = *ixgbe_reg(core, a);
+
+    /* ITR interval field counts 2 us units in bits 11:3 */
+    return ((eitr & IXGBE_EITR_INTERVAL_MASK) >> 3) * 2 * SCALE_US;
+}
+
+static int ixgbe_other_vector(IxgbeCore *core)
+{
+    uint32_t ent = (core->mac[IXGBE_IVAR_MISC >> 2] >> 8) & 0xFF;
+
+    return (ent & IXGBE_IVAR_VALID) ? (int)(ent & IXGBE_IVAR_VECTOR_MASK) : -1;
+}
+
+/* Causes a vector would signal right now, in MSI-X mode */
+static bool ixgbe_vector_pending(IxgbeCore *core, unsigned v)
+{
+    if (core->vec_cause & core->vec_mask & BIT_ULL(v)) {
+        return true;
+    }
+    return ixgbe_other_vector(core) == (int)v &&
+           (core->oth_cause & core->oth_mask & IXGBE_EICR_MISC_CAUSES);
+}
+
+static bool ixgbe_legacy_pending(IxgbeCore *core)
+{
+    uint32_t mask = (uint32_t)(core->vec_mask & IXGBE_EICR_RTX_QUEUE) |
+                    core->oth_mask;
+
+    return ixgbe_eicr_value(core) & mask;
+}
+
+static void ixgbe_flush_tx_writeback_for(IxgbeCore *core, int vector)
+{
+    for (unsigned q = 0; q < IXGBE_NUM_QUEUES; q++) {
+        uint32_t ivar, ent;
+
+        if (!core->txq[q].wb_pending) {
+            continue;
+        }
+        ivar = core->mac[(IXGBE_IVAR0 >> 2) + q / 2];
+        ent = (ivar >> ((q & 1) * 16 + 8)) & 0xFF;
+        if (vector < 0 || ((ent & IXGBE_IVAR_VALID) &&
+                           (ent & IXGBE_IVAR_VECTOR_MASK) == vector)) {
+            ixgbe_tx_flush_writeback(core, q);
+        }
+    }
+}
+
+static void ixgbe_arm_vector(IxgbeCore *core, unsigned v)
+{
+    uint32_t ns = ixgbe_eitr_interval_ns(core, v);
+
+    if (ns) {
+        core->vec[v].armed = true;
+        timer_mod(core->vec[v].timer,
+                  qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + ns);
+    }
+}
+
+/* Signal MSI-X vector v now: flush write-backs, auto-clear, auto-mask */
+static void ixgbe_msix_fire(IxgbeCore *core, unsigned v)
+{
+    uint32_t gpie = core->mac[IXGBE_GPIE >> 2];
+    uint32_t eiac = core->mac[IXGBE_EIAC >> 2];
+    uint64_t bit = BIT_ULL(v);
+
+    ixgbe_flush_tx_writeback_for(core, v);
+
+    if (v >= 16 || (eiac & bit)) {
+        core->vec_cause &= ~bit;
+    }
+    if (gpie & IXGBE_GPIE_EIAME) {
+        core->vec_mask &= ~(core->vec_automask & bit);
+    }
+    if (ixgbe_other_vector(core) == (int)v) {
+        uint32_t eiam = core->mac[IXGBE_EIAM >> 2] & IXGBE_EICR_MISC_CAUSES;
+
+        if (!(gpie & IXGBE_GPIE_OCD)) {
+            core->oth_cause &= ~(eiac & IXGBE_EICR_MISC_CAUSES);
+        }
+        if (gpie & IXGBE_GPIE_EIAME) {
+            core->oth_mask &= ~eiam;
+        }
+    }
+    trace_ixgbe_irq_msix(v);
+    msix_notify(core->owner, v);
+    ixgbe_arm_vector(core, v);
+}
+
+static void ixgbe_update_interrupts(IxgbeCore *core)
+{
+    PCIDevice *d = core->owner;
+
+    if (ixgbe_msix_mode(core)) {
+        int ov = ixgbe_other_vector(core);
+        uint64_t pend = core->vec_cause & core->vec_mask;
+
+        if (ov >= 0 &&
+            (core->oth_cause & core->oth_mask & IXGBE_EICR_MISC_CAUSES)) {
+            pend |= BIT_ULL(ov);
+        }
+        while (pend) {
+            unsigned v = ctz64(pend);
+
+            pend &= pend - 1;
+            if (!core->vec[v].armed) {
+                ixgbe_msix_fire(core, v);
+            }
+        }
+        return;
+    }
+
+    if (msi_enabled(d)) {
+        if (ixgbe_legacy_pending(core) && !core->vec[0].armed) {
+            ixgbe_flush_tx_writeback_for(core, -1);
+            trace_ixgbe_irq_msi();
+            msi_notify(d, 0);
+            ixgbe_arm_vector(core, 0);
+        }
+        return;
+    }
+
+    if (ixgbe_legacy_pending(core) != core->intx_level) {
+        core->intx_level = !core->intx_level;
+        if (core->intx_level) {
+            ixgbe_flush_tx_writeback_for(core, -1);
+        }
+        trace_ixgbe_irq_intx(core->intx_level);
+        pci_set_irq(d, core->intx_level);
+    }
+}
+
+static void ixgbe_vector_timer(void *opaque)
+{
+    IxgbeVector *vec = opaque;
+
+    vec->armed = false;
+    ixgbe_update_interrupts(vec->core);
+}
+
+void ixgbe_raise_queue_cause(IxgbeCore *core, bool is_tx, unsigned queue)
+{
+    uint32_t ivar = core->mac[(IXGBE_IVAR0 >> 2) + queue / 2];
+    uint32_t ent = (ivar >> ((queue & 1) * 16 + (is_tx ? 8 : 0))) & 0xFF;
+
+    if (!(ent & IXGBE_IVAR_VALID)) {
+        return;
+    }
+    /*
+     * In MSI-X mode the entry names a vector; otherwise it names one of the
+     * sixteen EICR queue bits.
+     */
+    if (ixgbe_msix_mode(core)) {
+        core->vec_cause |= BIT_ULL(ent & IXGBE_IVAR_VECTOR_MASK);
+    } else {
+        core->vec_cause |= BIT_ULL(ent & 0xF);
+    }
+    ixgbe_update_interrupts(core);
+}
+
+void ixgbe_raise_other_cause(IxgbeCore *core, uint32_t cause)
+{
+    core->oth_cause |= cause & IXGBE_EICR_MISC_CAUSES;
+    ixgbe_update_interrupts(core);
+}
+
+static uint32_t ixgbe_read_eicr(IxgbeCore *core, hwaddr addr)
+{
+    uint32_t v = ixgbe_eicr_value(core);
+
+    /* In MSI-X mode causes are cleared by writes or auto-clear only */
+    if (!ixgbe_msix_mode(core)) {
+        core->vec_cause &= ~(uint64_t)IXGBE_EICR_RTX_QUEUE;
+        core->oth_cause = 0;
+        ixgbe_update_interrupts(core);
+    }
+    return v;
+}
+
+static uint32_t ixgbe_read_eics(IxgbeCore *core, hwaddr addr)
+{
+    return ixgbe_eicr_value(core);
+}
+
+static void ixgbe_write_eicr(IxgbeCore *core, hwaddr addr, uint32_t val,
+                             uint32_t old)
+{
+    core->vec_cause &= ~(uint64_t)(val & IXGBE_EICR_RTX_QUEUE);
+    core->oth_cause &= ~(val & ~IXGBE_EICR_RTX_QUEUE);
+    ixgbe_update_interrupts(core);
+}
+
+static void ixgbe_write_eics(IxgbeCore *core, hwaddr addr, uint32_t val,
+                             uint32_t old)
+{
+    core->vec_cause |= val & IXGBE_EICR_RTX_QUEUE;
+    core->oth_cause |= val & IXGBE_EICR_MISC_CAUSES;
+    ixgbe_update_interrupts(core);
+}
+
+static uint32_t ixgbe_read_eims(IxgbeCore *core, hwaddr addr)
+{
+    return (uint32_t)(core->vec_mask & IXGBE_EICR_RTX_QUEUE) | core->oth_mask;
+}
+
+static void ixgbe_write_eims(IxgbeCore *core, hwaddr addr, uint32_t val,
+                             uint32_t old)
+{
+    core->vec_mask |= val & IXGBE_EICR_RTX_QUEUE;
+    core->oth_mask |= val & ~IXGBE_EICR_RTX_QUEUE;
+    ixgbe_update_interrupts(core);
+}
+
+static void ixgbe_write_eimc(IxgbeCore *core, hwaddr addr, uint32_t val,
+                             uint32_t old)
+{
+    core->vec_mask &= ~(uint64_t)(val & IXGBE_EICR_RTX_QUEUE);
+    core->oth_mask &= ~(val & ~IXGBE_EICR_RTX_QUEUE);
+    ixgbe_update_interrupts(core);
+}
+
+static void ixgbe_write_eiam(IxgbeCore *core, hwaddr addr, uint32_t val,
+                             uint32_t old)
+{
+    core->vec_automask = (core->vec_automask & ~(uint64_t)IXGBE_EICR_RTX_QUEUE)
+                         | (val & IXGBE_EICR_RTX_QUEUE);
+    *ixgbe_reg(core, addr) = val;
+}
+
+static uint32_t ixgbe_read_eiam(IxgbeCore *core, hwaddr addr)
+{
+    return (*ixgbe_reg(core, addr) & ~IXGBE_EICR_RTX_QUEUE) |
+           (uint32_t)(core->vec_automask & IXGBE_EICR_RTX_QUEUE);
+}
+
+/* The _EX registers each cover 32 vectors */
+static unsigned ixgbe_ex_shift(hwaddr addr)
+{
+    return (addr & 4) ? 32 : 0;
+}
+
+static uint32_t ixgbe_read_eics_ex(IxgbeCore *core, hwaddr addr)
+{
+    return core->vec_cause >> ixgbe_ex_shift(addr);
+}
+
+static void ixgbe_write_eics_ex(IxgbeCore *core, hwaddr addr, uint32_t val,
+                                uint32_t old)
+{
+    core->vec_cause |= (uint64_t)val << ixgbe_ex_shift(addr);
+    ixgbe_update_interrupts(core);
+}
+
+static uint32_t ixgbe_read_eims_ex(IxgbeCore *core, hwaddr addr)
+{
+    return core->vec_mask >> ixgbe_ex_shift(addr);
+}
+
+static void ixgbe_write_eims_ex(IxgbeCore *core, hwaddr addr, uint32_t val,
+                                uint32_t old)
+{
+    core->vec_mask |= (uint64_t)val << ixgbe_ex_shift(addr);
+    ixgbe_update_interrupts(core);
+}
+
+static void ixgbe_write_eimc_ex(IxgbeCore *core, hwaddr addr, uint32_t val,
+                                uint32_t old)
+{
+    core->vec_mask &= ~((uint64_t)val << ixgbe_ex_shift(addr));
+    ixgbe_update_interrupts(core);
+}
+
+static uint32_t ixgbe_read_eiam_ex(IxgbeCore *core, hwaddr addr)
+{
+    return core->vec_automask >> ixgbe_ex_shift(addr);
+}
+
+static void ixgbe_write_eiam_ex(IxgbeCore *core, hwaddr addr, uint32_t val,
+                                uint32_t old)
+{
+    unsigned sh = ixgbe_ex_shift(addr);
+
+    core->vec_automask = (core->vec_automask & ~(0xFFFFFFFFULL << sh)) |
+                         ((uint64_t)val << sh);
+}
+
+static void ixgbe_write_eitr(IxgbeCore *core, hwaddr addr, uint32_t val,
+                             uint32_t old)
+{
+    /* The counter field is not modelled; keep interval and LLI moderation */
+    *ixgbe_reg(core, addr) = val & (IXGBE_EITR_INTERVAL_MASK |
+                                    IXGBE_EITR_LLI_MOD);
+}
+
+static void ixgbe_write_pbacl(IxgbeCore *core, hwaddr addr, uint32_t val,
+                              uint32_t old)
+{
+    for (unsigned v = 0; v < 32; v++) {
+        if (val & BIT(v)) {
+            msix_clr_pending(core->owner, v);
+        }
+    }
+}
+
+static void ixgbe_write_gpie(IxgbeCore *core, hwaddr addr, uint32_t val,
+                             uint32_t old)
+{
+    ixgbe_update_interrupts(core);
+}
+
+/* ------------------------------------------------------------------ */
+/* Reset, EEPROM, semaphores, link                                     */
+/* ------------------------------------------------------------------ */
+
+static void ixgbe_soft_reset(IxgbeCore *core);
+
+static void ixgbe_write_ctrl(IxgbeCore *core, hwaddr addr, uint32_t val,
+                             uint32_t old)
+{
+    if (val & (IXGBE_CTRL_RST | IXGBE_CTRL_LNK_RST)) {
+        trace_ixgbe_reset(val);
+        ixgbe_soft_reset(core);
+        /* Reset completes at once: the bits read back clear */
+        return;
+    }
+    *ixgbe_reg(core, addr) = val;
+}
+
+static bool ixgbe_link_up(IxgbeCore *core)
+{
+    NetClientState *nc = qemu_get_queue(core->nic);
+
+    return !nc->link_down ||
+           (core->mac[IXGBE_AUTOC >> 2] & IXGBE_AUTOC_FLU);
+}
+
+static uint32_t ixgbe_read_status(IxgbeCore *core, hwaddr addr)
+{
+    uint32_t v = 0;
+
+    if (ixgbe_link_up(core)) {
+        v |= IXGBE_STATUS_LINK_UP;
+    }
+    if (!(core->mac[IXGBE_CTRL >> 2] & IXGBE_CTRL_GIO_DIS)) {
+        v |= IXGBE_STATUS_GIO;
+    }
+    return v;
+}
+
+static uint32_t ixgbe_read_links(IxgbeCore *core, hwaddr addr)
+{
+    if (!ixgbe_link_up(core)) {
+        return 0;
+    }
+    return IXGBE_LINKS_UP | IXGBE_LINKS_SPEED_10G | IXGBE_LINKS_KX_AN_COMP;
+}
+
+static uint32_t ixgbe_read_eec(IxgbeCore *core, hwaddr addr)
+{
+    uint32_t v = *ixgbe_reg(core, addr);
+
+    v |= IXGBE_EEC_PRES | IXGBE_EEC_ARD |
+         (IXGBE_EEC_SIZE_FIELD << IXGBE_EEC_SIZE_SHIFT);
+    if (v & IXGBE_EEC_EE_REQ) {
+        v |= IXGBE_EEC_EE_GNT;
+    }
+    return v;
+}
+
+static void ixgbe_write_eerd(IxgbeCore *core, hwaddr addr, uint32_t val,
+                             uint32_t old)
+{
+    uint32_t word = (val >> IXGBE_EERD_ADDR_SHIFT) & IXGBE_EERD_ADDR_MASK;
+    uint16_t data = 0;
+
+    if (!(val & IXGBE_EERD_START)) {
+        return;
+    }
+    if (word < IXGBE_EEPROM_WORDS) {
+        data = core->eeprom[word];
+    } else {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "ixgbe: EERD read of word 0x%x beyond the EEPROM\n",
+                      word);
+    }
+    *ixgbe_reg(core, addr) = ((uint32_t)data << IXGBE_EERD_DATA_SHIFT) |
+                             (word << IXGBE_EERD_ADDR_SHIFT) |
+                             IXGBE_EERD_DONE;
+}
+
+/* SWSM.SMBI is a hardware semaphore: a read returns it and then sets it */
+static uint32_t ixgbe_read_swsm(IxgbeCore *core, hwaddr addr)
+{
+    uint32_t v = *ixgbe_reg(core, addr);
+
+    *ixgbe_reg(core, addr) = v | IXGBE_SWSM_SMBI;
+    return v;
+}
+
+static void ixgbe_write_msca(IxgbeCore *core, hwaddr addr, uint32_t val,
+                             uint32_t old)
+{
+    /* No PHY behind the MDIO interface: commands complete, reads 0xFFFF */
+    *ixgbe_reg(core, addr) = val & ~IXGBE_MSCA_MDI_COMMAND;
+    if (val & IXGBE_MSCA_MDI_COMMAND) {
+        core->mac[IXGBE_MSRWD >> 2] = (core->mac[IXGBE_MSRWD >> 2] & 0xFFFF) |
+                                      (0xFFFFu << IXGBE_MSRWD_READ_SHIFT);
+    }
+}
+
+static uint32_t ixgbe_read_anlp1(IxgbeCore *core, hwaddr addr)
+{
+    return IXGBE_ANLP1_AN_STATE_LINK_OK;
+}
+
+static void ixgbe_write_fdirctrl(IxgbeCore *core, hwaddr addr, uint32_t val,
+                                 uint32_t old)
+{
+    *ixgbe_reg(core, addr) = val | IXGBE_FDIRCTRL_INIT_DONE;
+}
+
+static void ixgbe_write_fdircmd(IxgbeCore *core, hwaddr addr, uint32_t val,
+                                uint32_t old)
+{
+    /* Filter commands complete at once; filters are not applied to Rx */
+    *ixgbe_reg(core, addr) = val & ~IXGBE_FDIRCMD_CMD_MASK;
+}
+
+static uint32_t ixgbe_read_rdrxctl(IxgbeCore *core, hwaddr addr)
+{
+    return *ixgbe_reg(core, addr) | IXGBE_RDRXCTL_DMAIDONE;
+}
+
+/* ------------------------------------------------------------------ */
+/* Queue registers                                                     */
+/* ------------------------------------------------------------------ */
+
+static unsigned ixgbe_rxq_of(hwaddr addr)
+{
+    return addr >= IXGBE_RXQ_HI ? 64 + (addr - IXGBE_RXQ_HI) / IXGBE_RXQ_STRIDE
+                                : (addr - IXGBE_RXQ_LO) / IXGBE_RXQ_STRIDE;
+}
+
+static unsigned ixgbe_txq_of(hwaddr addr)
+{
+    return (addr - IXGBE_TXQ_BASE) / IXGBE_TXQ_STRIDE;
+}
+
+static void ixgbe_rx_kick(IxgbeCore *core)
+{
+    if (ixgbe_rx_can_receive(core)) {
+        qemu_flush_queued_packets(qemu_get_queue(core->nic));
+    }
+}
+
+static void ixgbe_write_rdt(IxgbeCore *core, hwaddr addr, uint32_t val,
+                            uint32_t old)
+{
+    trace_ixgbe_rx_tail(ixgbe_rxq_of(addr), val & 0xFFFF);
+    ixgbe_rx_kick(core);
+}
+
+static void ixgbe_write_rx_enable(IxgbeCore *core, hwaddr addr, uint32_t val,
+                                  uint32_t old)
+{
+    ixgbe_rx_kick(core);
+}
+
+static void ixgbe_write_tdt(IxgbeCore *core, hwaddr addr, uint32_t val,
+                            uint32_t old)
+{
+    ixgbe_tx_kick(core, ixgbe_txq_of(addr));
+}
+
+static void ixgbe_write_txdctl(IxgbeCore *core, hwaddr addr, uint32_t val,
+                               uint32_t old)
+{
+    unsigned q = ixgbe_txq_of(addr);
+
+    if (!(val & IXGBE_TXDCTL_ENABLE)) {
+        /* A disabled queue writes back what it completed */
+        ixgbe_tx_flush_writeback(core, q);
+        return;
+    }
+    ixgbe_tx_kick(core, q);
+}
+
+static void ixgbe_write_dmatxctl(IxgbeCore *core, hwaddr addr, uint32_t val,
+                                 uint32_t old)
+{
+    if ((val & IXGBE_DMATXCTL_TE) && !(old & IXGBE_DMATXCTL_TE)) {
+        for (unsigned q = 0; q < IXGBE_NUM_QUEUES; q++) {
+            ixgbe_tx_kick(core, q);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* The register table                                                  */
+/* ------------------------------------------------------------------ */
+
+#define RQ(n) (IXGBE_RXQ_LO + (n))
+#define RQH(n) (IXGBE_RXQ_HI + (n))
+#define TQ(n) (IXGBE_TXQ_BASE + (n))
+
+#define REG(nm, b, cnt, str, rst, wm, fl, rd, wr) \
+    { .name = nm, .base = b, .count = cnt, .stride = str, .reset = rst, \
+      .wmask = wm, .flags = fl, .read = rd, .write = wr }
+#define PLAIN(nm, b, cnt, str, rst, wm) \
+    REG(nm, b, cnt, str, rst, wm, 0, NULL, NULL)
+#define STAT(nm, b, cnt, str) \
+    REG(nm, b, cnt, str, 0, 0, IXGBE_RF_RC, NULL, NULL)
+#define ALL 0xFFFFFFFFu
+
+static const IxgbeRegDesc ixgbe_reg_table[] = {
+    /* General */
+    REG("CTRL", IXGBE_CTRL, 1, 4, 0, ALL, IXGBE_RF_RAW, NULL,
+        ixgbe_write_ctrl),
+    REG("STATUS", IXGBE_STATUS, 1, 4, 0, 0, 0, ixgbe_read_status, NULL),
+    PLAIN("CTRL_EXT", IXGBE_CTRL_EXT, 1, 4, 0, ALL),
+    PLAIN("ESDP", IXGBE_ESDP, 1, 4, 0, ALL),
+    PLAIN("I2CCTL", IXGBE_I2CCTL, 1, 4, 0, ALL),
+    PLAIN("LEDCTL", IXGBE_LEDCTL, 1, 4, 0x00081C00, ALL),
+
+    /* Interrupts */
+    REG("EICR", IXGBE_EICR, 1, 4, 0, 0, IXGBE_RF_RAW, ixgbe_read_eicr,
+        ixgbe_write_eicr),
+    REG("EICS", IXGBE_EICS, 1, 4, 0, 0, IXGBE_RF_RAW, ixgbe_read_eics,
+        ixgbe_write_eics),
+    PLAIN("EIAC", IXGBE_EIAC, 1, 4, 0, ALL),
+    REG("EITR", IXGBE_EITR_LO, 24, 4, 0, 0, IXGBE_RF_RAW, NULL,
+        ixgbe_write_eitr),
+    REG("EITR", IXGBE_EITR_HI, 104, 4, 0, 0, IXGBE_RF_RAW, NULL,
+        ixgbe_write_eitr),
+    REG("EIMS", IXGBE_EIMS, 1, 4, 0, 0, IXGBE_RF_RAW, ixgbe_read_eims,
+        ixgbe_write_eims),
+    REG("EIMC", IXGBE_EIMC, 1, 4, 0, 0, IXGBE_RF_RAW, NULL,
+        ixgbe_write_eimc),
+    REG("EIAM", IXGBE_EIAM, 1, 4, 0, 0, IXGBE_RF_RAW, ixgbe_read_eiam,
+        ixgbe_write_eiam),
+    PLAIN("EITRSEL", IXGBE_EITRSEL, 1, 4, 0, ALL),
+    REG("GPIE", IXGBE_GPIE, 1, 4, 0, 0xC000FFFF, 0, NULL, ixgbe_write_gpie),
+    PLAIN("IVAR", IXGBE_IVAR0, 64, 4, 0, 0xBFBFBFBF),
+    PLAIN("IVAR_MISC", IXGBE_IVAR_MISC, 1, 4, 0, 0x0000BFBF),
+    REG("EICS_EX", IXGBE_EICS_EX0, 2, 4, 0, 0, IXGBE_RF_RAW,
+        ixgbe_read_eics_ex, ixgbe_write_eics_ex),
+    REG("EIMS_EX", IXGBE_EIMS_EX0, 2, 4, 0, 0, IXGBE_RF_RAW,
+        ixgbe_read_eims_ex, ixgbe_write_eims_ex),
+    REG("EIMC_EX", IXGBE_EIMC_EX0, 2, 4, 0, 0, IXGBE_RF_RAW, NULL,
+        ixgbe_write_eimc_ex),
+    REG("EIAM_EX", IXGBE_EIAM_EX0, 2, 4, 0, 0, IXGBE_RF_RAW,
+        ixgbe_read_eiam_ex, ixgbe_write_eiam_ex),
+    REG("PBACL", IXGBE_PBACL, 1, 4, 0, 0, IXGBE_RF_RAW, NULL,
+        ixgbe_write_pbacl),
+
+    /* EEPROM, semaphores, firmware */
+    REG("EEC", IXGBE_EEC, 1, 4, 0, 0x7F, 0, ixgbe_read_eec, NULL),
+    REG("EERD", IXGBE_EERD, 1, 4, 0, 0, IXGBE_RF_RAW, NULL, ixgbe_write_eerd),
+    PLAIN("FLA", IXGBE_FLA, 1, 4, 0, ALL),
+    PLAIN("EEMNGCTL", IXGBE_EEMNGCTL, 1, 4, 0x000C0000, 0),
+    REG("SWSM", IXGBE_SWSM, 1, 4, 0, IXGBE_SWSM_SMBI | IXGBE_SWSM_SWESMBI, 0,
+        ixgbe_read_swsm, NULL),
+    PLAIN("FWSM", IXGBE_FWSM, 1, 4, IXGBE_FWSM_FW_VAL, 0),
+    PLAIN("FACTPS", IXGBE_FACTPS, 1, 4, 0, 0),
+    PLAIN("GSSR", IXGBE_GSSR, 1, 4, 0, IXGBE_GSSR_SW_MASK),
+    PLAIN("GRC", IXGBE_GRC, 1, 4, 0, ALL),
+    PLAIN("FWSTS", IXGBE_FWSTS, 1, 4, 0, 0),
+    PLAIN("MMNGC", IXGBE_MMNGC, 1, 4, 0, 0),
+
+    /* MAC and link */
+    PLAIN("HLREG0", IXGBE_HLREG0, 1, 4, 0x00002403, ALL),
+    PLAIN("HLREG1", IXGBE_HLREG1, 1, 4, 0, 0),
+    REG("MSCA", IXGBE_MSCA, 1, 4, 0, 0, IXGBE_RF_RAW, NULL, ixgbe_write_msca),
+    PLAIN("MSRWD", IXGBE_MSRWD, 1, 4, 0, 0x0000FFFF),
+    PLAIN("MAXFRS", IXGBE_MAXFRS, 1, 4, 1518u << IXGBE_MAXFRS_MFS_SHIFT,
+          0xFFFF0000),
+    PLAIN("MFLCN", IXGBE_MFLCN, 1, 4, 0, ALL),
+    PLAIN("AUTOC", IXGBE_AUTOC, 1, 4,
+          IXGBE_AUTOC_LMS_KX4_KX_KR | IXGBE_AUTOC_KR_SUPP |
+          IXGBE_AUTOC_KX_SUPP, ALL),
+    REG("LINKS", IXGBE_LINKS, 1, 4, 0, 0, 0, ixgbe_read_links, NULL),
+    PLAIN("LINKS2", IXGBE_LINKS2, 1, 4, 0, 0),
+    PLAIN("AUTOC2", IXGBE_AUTOC2, 1, 4, 0, ALL),
+    PLAIN("AUTOC3", IXGBE_AUTOC3, 1, 4, 0, ALL),
+    REG("ANLP1", IXGBE_ANLP1, 1, 4, 0, 0, 0, ixgbe_read_anlp1, NULL),
+    PLAIN("ANLP2", IXGBE_ANLP2, 1, 4, 0, 0),
+
+    /* Receive queues 0..63 and 64..127 */
+    PLAIN("RDBAL", RQ(IXGBE_RXQ_RDBAL), 64, 0x40, 0, 0xFFFFFF80),
+    PLAIN("RDBAL", RQH(IXGBE_RXQ_RDBAL), 64, 0x40, 0, 0xFFFFFF80),
+    PLAIN("RDBAH", RQ(IXGBE_RXQ_RDBAH), 64, 0x40, 0, ALL),
+    PLAIN("RDBAH", RQH(IXGBE_RXQ_RDBAH), 64, 0x40, 0, ALL),
+    PLAIN("RDLEN", RQ(IXGBE_RXQ_RDLEN), 64, 0x40, 0, 0x000FFF80),
+    PLAIN("RDLEN", RQH(IXGBE_RXQ_RDLEN), 64, 0x40, 0, 0x000FFF80),
+    PLAIN("DCA_RXCTRL", RQ(IXGBE_RXQ_DCA), 64, 0x40, 0x2200, ALL),
+    PLAIN("DCA_RXCTRL", RQH(IXGBE_RXQ_DCA), 64, 0x40, 0x2200, ALL),
+    PLAIN("RDH", RQ(IXGBE_RXQ_RDH), 64, 0x40, 0, 0xFFFF),
+    PLAIN("RDH", RQH(IXGBE_RXQ_RDH), 64, 0x40, 0, 0xFFFF),
+    PLAIN("SRRCTL", RQ(IXGBE_RXQ_SRRCTL), 64, 0x40, 0x0402, 0x1E403F7F),
+    PLAIN("SRRCTL", RQH(IXGBE_RXQ_SRRCTL), 64, 0x40, 0x0402, 0x1E403F7F),
+    REG("RDT", RQ(IXGBE_RXQ_RDT), 64, 0x40, 0, 0xFFFF, 0, NULL,
+        ixgbe_write_rdt),
+    REG("RDT", RQH(IXGBE_RXQ_RDT), 64, 0x40, 0, 0xFFFF, 0, NULL,
+        ixgbe_write_rdt),
+    REG("RXDCTL", RQ(IXGBE_RXQ_RXDCTL), 64, 0x40, 0, 0x06007F7F, 0, NULL,
+        ixgbe_write_rx_enable),
+    REG("RXDCTL", RQH(IXGBE_RXQ_RXDCTL), 64, 0x40, 0, 0x06007F7F, 0, NULL,
+        ixgbe_write_rx_enable),
+    PLAIN("RQSMR", IXGBE_RQSMR0, 32, 4, 0, 0x0F0F0F0F),
+    REG("RDRXCTL", IXGBE_RDRXCTL, 1, 4, 0x00000880, ALL, 0,
+        ixgbe_read_rdrxctl, NULL),
+    REG("RXCTRL", IXGBE_RXCTRL, 1, 4, 0, IXGBE_RXCTRL_RXEN, 0, NULL,
+        ixgbe_write_rx_enable),
+    PLAIN("RXPBSIZE", IXGBE_RXPBSIZE0, 8, 4, 0x00080000, 0x000FFC00),
+    PLAIN("RXCSUM", IXGBE_RXCSUM, 1, 4, 0, 0x3000),
+    PLAIN("RFCTL", IXGBE_RFCTL, 1, 4, 0, ALL),
+    PLAIN("FCTRL", IXGBE_FCTRL, 1, 4, 0, 0x0700),
+    PLAIN("VLNCTRL", IXGBE_VLNCTRL, 1, 4, 0x8100, ALL),
+    PLAIN("MCSTCTRL", IXGBE_MCSTCTRL, 1, 4, 0, 0x7),
+    PLAIN("MTA", IXGBE_MTA0, 128, 4, 0, ALL),
+    PLAIN("RAL", IXGBE_RAL0, 128, 8, 0, ALL),
+    PLAIN("RAH", IXGBE_RAL0 + 4, 128, 8, 0, 0x8000FFFF),
+    PLAIN("MPSAR", IXGBE_MPSAR0, 256, 4, 0, ALL),
+    PLAIN("VFTA", IXGBE_VFTA0, 128, 4, 0, ALL),
+    PLAIN("PSRTYPE", IXGBE_PSRTYPE0, 64, 4, 0, ALL),
+    PLAIN("MRQC", IXGBE_MRQC, 1, 4, 0, ALL),
+    PLAIN("RETA", IXGBE_RETA0, 32, 4, 0, ALL),
+    PLAIN("RSSRK", IXGBE_RSSRK0, 10, 4, 0, ALL),
+    REG("FDIRCTRL", IXGBE_FDIRCTRL, 1, 4, 0, ALL, IXGBE_RF_RAW, NULL,
+        ixgbe_write_fdirctrl),
+    REG("FDIRCMD", IXGBE_FDIRCMD, 1, 4, 0, ALL, IXGBE_RF_RAW, NULL,
+        ixgbe_write_fdircmd),
+    PLAIN("SECRXCTRL", IXGBE_SECRXCTRL, 1, 4, 0, ALL),
+    PLAIN("SECRXSTAT", IXGBE_SECRXSTAT, 1, 4, IXGBE_SECRXSTAT_RDY, 0),
+
+    /* Transmit queues */
+    PLAIN("TDBAL", TQ(IXGBE_TXQ_TDBAL), 128, 0x40, 0, 0xFFFFFF80),
+    PLAIN("TDBAH", TQ(IXGBE_TXQ_TDBAH), 128, 0x40, 0, ALL),
+    PLAIN("TDLEN", TQ(IXGBE_TXQ_TDLEN), 128, 0x40, 0, 0x000FFF80),
+    PLAIN("TDH", TQ(IXGBE_TXQ_TDH), 128, 0x40, 0, 0xFFFF),
+    REG("TDT", TQ(IXGBE_TXQ_TDT), 128, 0x40, 0, 0xFFFF, 0, NULL,
+        ixgbe_write_tdt),
+    REG("TXDCTL", TQ(IXGBE_TXQ_TXDCTL), 128, 0x40, 0, 0x027F7F7F, 0, NULL,
+        ixgbe_write_txdctl),
+    PLAIN("TDWBAL", TQ(IXGBE_TXQ_TDWBAL), 128, 0x40, 0, 0xFFFFFFFD),
+    PLAIN("TDWBAH", TQ(IXGBE_TXQ_TDWBAH), 128, 0x40, 0, ALL),
+    REG("DMATXCTL", IXGBE_DMATXCTL, 1, 4, 0x00000004, 0xFFFF000D, 0, NULL,
+        ixgbe_write_dmatxctl),
+    PLAIN("RTTDCS", IXGBE_RTTDCS, 1, 4, 0, ALL),
+    PLAIN("DTXMXSZRQ", IXGBE_DTXMXSZRQ, 1, 4, 0x10, 0xFFF),
+    PLAIN("MTQC", IXGBE_MTQC, 1, 4, 0, 0xF),
+    PLAIN("TQSM", IXGBE_TQSM0, 32, 4, 0, 0x0F0F0F0F),
+    PLAIN("SECTXCTRL", IXGBE_SECTXCTRL, 1, 4, 0, ALL),
+    PLAIN("SECTXSTAT", IXGBE_SECTXSTAT, 1, 4, IXGBE_SECTXSTAT_RDY, 0),
+    PLAIN("TXPBSIZE", IXGBE_TXPBSIZE0, 8, 4, 0x00028000, 0x000FFC00),
+
+    /* Statistics */
+    STAT("PXON2OFFCNT", 0x03240, 8, 4),
+    STAT("PXONTXC/PXOFFTXC/LXONTXC", 0x03F00, 28, 4),
+    STAT("MPC/RNBC", IXGBE_MPC0, 16, 4),
+    STAT("MAC errors and counters", IXGBE_CRCERRS, 64, 4),
+    STAT("XEC", 0x04120, 1, 4),
+    STAT("PXONRXCNT/PXOFFRXCNT", 0x04140, 16, 4),
+    STAT("LXONRXCNT/LXOFFRXCNT", 0x041A4, 2, 4),
+    STAT("RXNFGPC..", 0x041B0, 6, 4),
+    STAT("RXDGPC..", 0x02F50, 16, 4),
+    STAT("FCoE Rx", 0x02418, 6, 4),
+    STAT("FCCRC", 0x05118, 1, 4),
+    STAT("SSVPC/FCoE Tx", 0x08780, 3, 4),
+    STAT("TXDGPC..", 0x087A0, 5, 4),
+    STAT("LXONRXC/LXOFFRXC", 0x0CF60, 3, 4),
+    STAT("MNGPTC", 0x0CF90, 1, 4),
+    STAT("QPRC", IXGBE_QPRC0, 16, 0x40),
+    STAT("QBRC_L", IXGBE_QBRC0, 16, 0x40),
+    STAT("QBRC_H", IXGBE_QBRC0 + 4, 16, 0x40),
+    STAT("QPRDC", IXGBE_QPRDC0, 16, 0x40),
+    STAT("QPTC", IXGBE_QPTC0, 16, 0x40),
+    STAT("QBTC", IXGBE_QBTC0, 32, 4),
+};
+
+/* Register index -> 1-based position in ixgbe_reg_table (0: not described) */
+static uint16_t ixgbe_reg_lookup[IXGBE_NUM_REGS];
+
+static void ixgbe_build_reg_lookup(void)
+{
+    static bool done;
+
+    if (done) {
+        return;
+    }
+    for (size_t i = 0; i < ARRAY_SIZE(ixgbe_reg_table); i++) {
+        const IxgbeRegDesc *d = &ixgbe_reg_table[i];
+
+        for (unsigned n = 0; n < d->count; n++) {
+            hwaddr a = d->base + (hwaddr)n * d->stride;
+
+            assert(a < IXGBE_MMIO_SIZE && !(a & 3));
+            ixgbe_reg_lookup[a >> 2] = i + 1;
+        }
+    }
+    done = true;
+}
+
+static const IxgbeRegDesc *ixgbe_reg_desc(hwaddr addr)
+{
+    uint16_t i = ixgbe_reg_lookup[addr >> 2];
+
+    return i ? &ixgbe_reg_table[i - 1] : NULL;
+}
+
+/* Map the 82598-compatible aliases onto the registers they stand for */
+static hwaddr ixgbe_canonical(hwaddr addr)
+{
+    if (addr >= IXGBE_SRRCTL_ALIAS && addr < IXGBE_SRRCTL_ALIAS + 16 * 4) {
+        return ixgbe_rxq_reg((addr - IXGBE_SRRCTL_ALIAS) / 4,
+                             IXGBE_RXQ_SRRCTL);
+    }
+    if (addr >= IXGBE_DCA_ALIAS && addr < IXGBE_DCA_ALIAS + 16 * 4) {
+        return ixgbe_rxq_reg((addr - IXGBE_DCA_ALIAS) / 4, IXGBE_RXQ_DCA);
+    }
+    if (addr >= IXGBE_RAL_ALIAS && addr < IXGBE_RAL_ALIAS + 16 * 8) {
+        return IXGBE_RAL0 + (addr - IXGBE_RAL_ALIAS);
+    }
+    if (addr >= IXGBE_PSRTYPE_ALIAS && addr < IXGBE_PSRTYPE_ALIAS + 16 * 4) {
+        return IXGBE_PSRTYPE0 + (addr - IXGBE_PSRTYPE_ALIAS);
+    }
+    return addr;
+}
+
+uint64_t ixgbe_core_read(IxgbeCore *core, hwaddr addr, unsigned size)
+{
+    const IxgbeRegDesc *d;
+    uint32_t val;
+
+    addr = ixgbe_canonical(addr & ~3ULL);
+    d = ixgbe_reg_desc(addr);
+    if (d && d->read) {
+        val = d->read(core, addr);
+    } else {
+        val = *ixgbe_reg(core, addr);
+        if (d && (d->flags & IXGBE_RF_RC)) {
+            *ixgbe_reg(core, addr) = 0;
+        }
+    }
+    trace_ixgbe_reg_read(addr, d ? d->name : "-", val);
+    return val;
+}
+
+void ixgbe_core_write(IxgbeCore *core, hwaddr addr, uint64_t val64,
+                      unsigned size)
+{
+    const IxgbeRegDesc *d;
+    uint32_t val = val64, old;
+
+    addr = ixgbe_canonical(addr & ~3ULL);
+    d = ixgbe_reg_desc(addr);
+    trace_ixgbe_reg_write(addr, d ? d->name : "-", val);
+    old = *ixgbe_reg(core, addr);
+    if (!d) {
+        *ixgbe_reg(core, addr) = val;
+        return;
+    }
+    if (!(d->flags & IXGBE_RF_RAW)) {
+        *ixgbe_reg(core, addr) = (old & ~d->wmask) | (val & d->wmask);
+    }
+    if (d->write) {
+        d->write(core, addr, val, old);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* EEPROM image, reset, link                                           */
+/* ------------------------------------------------------------------ */
+
+static void ixgbe_build_eeprom(IxgbeCore *core)
+{
+    uint16_t sum = 0;
+
+    for (unsigned i = 0; i < IXGBE_EEPROM_WORDS; i++) {
+        core->eeprom[i] = 0xFFFF;
+    }
+    /* Control words and no pointed-to sections (0xFFFF: absent) */
+    for (unsigned i = 0; i < IXGBE_EEPROM_CHECKSUM_WORD; i++) {
+        if (i < IXGBE_EEPROM_PTR_FIRST || i > IXGBE_EEPROM_FW_PTR) {
+            core->eeprom[i] = 0;
+        }
+    }
+    core->eeprom[IXGBE_EEPROM_PBA0] = 0x1234;
+    core->eeprom[IXGBE_EEPROM_PBA1] = 0x5678;
+    core->eeprom[0x17] = 0xFFFF;    /* no option ROM / iSCSI block */
+    core->eeprom[0x1B] = 0xFFFF;    /* no OEM version block */
+    core->eeprom[IXGBE_EEPROM_ALT_MAC_PTR] = 0xFFFF;
+    core->eeprom[IXGBE_EEPROM_SAN_MAC_PTR] = 0xFFFF;
+    core->eeprom[0x33] = 0xFFFF;
+    core->eeprom[IXGBE_EEPROM_ETRACK_L] = 0x0001;
+    core->eeprom[IXGBE_EEPROM_ETRACK_H] = 0x8000;
+    for (unsigned i = 0; i < IXGBE_EEPROM_CHECKSUM_WORD; i++) {
+        sum += core->eeprom[i];
+    }
+    core->eeprom[IXGBE_EEPROM_CHECKSUM_WORD] = IXGBE_EEPROM_SUM - sum;
+}
+
+static void ixgbe_load_mac_address(IxgbeCore *core)
+{
+    const uint8_t *m = core->permanent_mac;
+
+    core->mac[IXGBE_RAL0 >> 2] = m[0] | (m[1] << 8) | (m[2] << 16) |
+                                 ((uint32_t)m[3] << 24);
+    core->mac[(IXGBE_RAL0 + 4) >> 2] = m[4] | (m[5] << 8) | IXGBE_RAH_AV;
+}
+
+static void ixgbe_reset_state(IxgbeCore *core)
+{
+    memset(core->mac, 0, sizeof(core->mac));
+    for (size_t i = 0; i < ARRAY_SIZE(ixgbe_reg_table); i++) {
+        const IxgbeRegDesc *d = &ixgbe_reg_table[i];
+
+        for (unsigned n = 0; n < d->count; n++) {
+            core->mac[(d->base + (hwaddr)n * d->stride) >> 2] = d->reset;
+        }
+    }
+    ixgbe_load_mac_address(core);
+
+    core->vec_cause = core->vec_mask = core->vec_automask = 0;
+    core->oth_cause = core->oth_mask = 0;
+    for (unsigned v = 0; v < IXGBE_MSIX_VECTORS; v++) {
+        timer_del(core->vec[v].timer);
+        core->vec[v].armed = false;
+    }
+    ixgbe_datapath_reset(core);
+}
+
+/* CTRL.RST / CTRL.LNK_RST: everything but PCI state returns to defaults */
+static void ixgbe_soft_reset(IxgbeCore *core)
+{
+    ixgbe_reset_state(core);
+    ixgbe_update_interrupts(core);
+}
+
+void ixgbe_core_reset(IxgbeCore *core)
+{
+    ixgbe_reset_state(core);
+    if (core->intx_level) {
+        core->intx_level = false;
+        pci_set_irq(core->owner, 0);
+    }
+}
+
+void ixgbe_core_set_link_status(IxgbeCore *core)
+{
+    NetClientState *nc = qemu_get_queue(core->nic);
+
+    trace_ixgbe_link(!nc->link_down);
+    ixgbe_raise_other_cause(core, IXGBE_EICR_LSC);
+    if (!nc->link_down) {
+        ixgbe_rx_kick(core);
+    }
+}
+
+void ixgbe_core_realize(IxgbeCore *core, PCIDevice *owner, NICState *nic,
+                        const uint8_t *macaddr)
+{
+    ixgbe_build_reg_lookup();
+    core->owner = owner;
+    core->nic = nic;
+    memcpy(core->permanent_mac, macaddr, sizeof(core->permanent_mac));
+    for (unsigned v = 0; v < IXGBE_MSIX_VECTORS; v++) {
+        core->vec[v].core = core;
+        core->vec[v].timer = timer_new_ns(QEMU_CLOCK_VIRTUAL,
+                                          ixgbe_vector_timer, &core->vec[v]);
+    }
+    ixgbe_build_eeprom(core);
+    ixgbe_datapath_init(core);
+}
+
+void ixgbe_core_unrealize(IxgbeCore *core)
+{
+    for (unsigned v = 0; v < IXGBE_MSIX_VECTORS; v++) {
+        timer_free(core->vec[v].timer);
+        core->vec[v].timer = NULL;
+    }
+    ixgbe_datapath_uninit(core);
+}
+
+void ixgbe_core_pre_save(IxgbeCore *core)
+{
+    /* Complete write-backs so that the guest's view is in memory */
+    ixgbe_flush_tx_writeback_for(core, -1);
+}
+
+int ixgbe_core_post_load(IxgbeCore *core)
+{
+    /* A packet whose fragments were not migrated is dropped */
+    for (unsigned q = 0; q < IXGBE_NUM_QUEUES; q++) {
+        if (core->txq[q].in_packet) {
+            core->txq[q].drop = true;
+        }
+    }
+    ixgbe_update_interrupts(core);
+    return 0;
+}

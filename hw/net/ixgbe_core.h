@@ -1,0 +1,113 @@
+/*
+ * Intel 82599 10 GbE controller: device core (register file, interrupts,
+ * datapath), independent of the PCI/QOM glue in ixgbe.c.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef HW_NET_IXGBE_CORE_H
+#define HW_NET_IXGBE_CORE_H
+
+#include "qemu/units.h"
+#include "ixgbe_regs.h"
+
+#define IXGBE_NUM_REGS      (IXGBE_MMIO_SIZE / 4)
+/* Descriptors fetched from a TX ring with one DMA read */
+#define IXGBE_TX_BURST      32
+
+typedef struct IxgbeTxContext {
+    uint32_t vlan_macip_lens;
+    uint32_t seqnum_seed;
+    uint32_t type_tucmd_mlhl;
+    uint32_t mss_l4len_idx;
+} IxgbeTxContext;
+
+/* Per TX queue state that is not visible in registers */
+typedef struct IxgbeTxQueue {
+    struct NetTxPkt *pkt;
+    IxgbeTxContext ctx[2];
+    uint32_t first_cmd;         /* cmd_type_len of the packet's first desc */
+    uint32_t first_olinfo;      /* olinfo_status of the packet's first desc */
+    bool in_packet;             /* descriptors of a packet are pending */
+    bool drop;                  /* current packet is being discarded */
+    uint32_t wb_pending;        /* descriptors done, not yet written back */
+    uint32_t wb_next;           /* first descriptor not yet written back */
+} IxgbeTxQueue;
+
+/* Per MSI-X vector (or the single MSI/INTx vector) moderation state */
+typedef struct IxgbeCore IxgbeCore;
+
+typedef struct IxgbeVector {
+    IxgbeCore *core;
+    QEMUTimer *timer;           /* EITR interval timer */
+    bool armed;                 /* timer running: interrupts are held */
+} IxgbeVector;
+
+struct IxgbeCore {
+    uint32_t mac[IXGBE_NUM_REGS];
+    uint16_t eeprom[IXGBE_EEPROM_WORDS];
+
+    /*
+     * Interrupt causes.  Queue causes are tracked per vector (64 bits),
+     * the other causes in bits 30:16 of EICR.  EICR bits 15:0 read the low
+     * 16 vector bits.
+     */
+    uint64_t vec_cause;         /* EICR / EICS_EX: pending per vector */
+    uint64_t vec_mask;          /* EIMS_EX: enabled per vector */
+    uint64_t vec_automask;      /* EIAM_EX */
+    uint32_t oth_cause;         /* EICR[31:16] */
+    uint32_t oth_mask;          /* EIMS[31:16] */
+    bool intx_level;
+    IxgbeVector vec[IXGBE_MSIX_VECTORS];
+
+    IxgbeTxQueue txq[IXGBE_NUM_QUEUES];
+    struct NetRxPkt *rx_pkt;
+
+    uint8_t permanent_mac[6];
+    PCIDevice *owner;
+    NICState *nic;
+};
+
+void ixgbe_core_realize(IxgbeCore *core, PCIDevice *owner, NICState *nic,
+                        const uint8_t *macaddr);
+void ixgbe_core_unrealize(IxgbeCore *core);
+void ixgbe_core_reset(IxgbeCore *core);
+uint64_t ixgbe_core_read(IxgbeCore *core, hwaddr addr, unsigned size);
+void ixgbe_core_write(IxgbeCore *core, hwaddr addr, uint64_t val,
+                      unsigned size);
+void ixgbe_core_set_link_status(IxgbeCore *core);
+int ixgbe_core_post_load(IxgbeCore *core);
+void ixgbe_core_pre_save(IxgbeCore *core);
+
+/* Interrupt causes raised by the datapath */
+void ixgbe_raise_queue_cause(IxgbeCore *core, bool is_tx, unsigned queue);
+void ixgbe_raise_other_cause(IxgbeCore *core, uint32_t cause);
+
+/* Datapath (ixgbe_datapath.c) */
+void ixgbe_tx_kick(IxgbeCore *core, unsigned queue);
+void ixgbe_tx_flush_writeback(IxgbeCore *core, unsigned queue);
+bool ixgbe_rx_can_receive(IxgbeCore *core);
+ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
+                         int iovcnt, bool loopback);
+void ixgbe_datapath_init(IxgbeCore *core);
+void ixgbe_datapath_uninit(IxgbeCore *core);
+void ixgbe_datapath_reset(IxgbeCore *core);
+
+/* Queue register helpers shared by the register file and the datapath */
+static inline hwaddr ixgbe_rxq_reg(unsigned queue, hwaddr reg)
+{
+    return (queue < 64 ? IXGBE_RXQ_LO + queue * IXGBE_RXQ_STRIDE
+                       : IXGBE_RXQ_HI + (queue - 64) * IXGBE_RXQ_STRIDE) + reg;
+}
+
+static inline hwaddr ixgbe_txq_reg(unsigned queue, hwaddr reg)
+{
+    return IXGBE_TXQ_BASE + queue * IXGBE_TXQ_STRIDE + reg;
+}
+
+static inline uint32_t *ixgbe_reg(IxgbeCore *core, hwaddr addr)
+{
+    return &core->mac[addr >> 2];
+}
+
+#endif

@@ -1,0 +1,742 @@
+/*
+ * Intel 82599 10 GbE controller: transmit and receive datapath.
+ *
+ * Transmit: a tail write fetches descriptors in bursts of IXGBE_TX_BURST,
+ * assembles frames (advanced context/data descriptors and legacy ones),
+ * applies checksum/TSO offloads and sends them.  Descriptor write-back
+ * follows TXDCTL.WTHRESH: with 0, each descriptor with RS is written back
+ * at once; otherwise write-backs accumulate until WTHRESH are pending or
+ * the queue's interrupt vector fires (EITR expiry), as on the real part.
+ *
+ * Receive: L2 filtering (RAR, MTA, promiscuous and broadcast modes, VLAN
+ * filter), queue selection by RSS (Toeplitz hash over RSSRK, 128-entry
+ * RETA, MRQC hash types), advanced one-buffer and legacy descriptors,
+ * frames spanning several buffers, checksum and RSS-hash write-back, and
+ * per-queue drop (SRRCTL.DROP_EN) when a ring has no free descriptors.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "qemu/iov.h"
+#include "net/net.h"
+#include "net/eth.h"
+#include "hw/pci/pci_device.h"
+#include "system/dma.h"
+#include "net_tx_pkt.h"
+#include "net_rx_pkt.h"
+#include "ixgbe_core.h"
+#include "trace.h"
+#include <zlib.h>
+
+#define IXGBE_DESC_SIZE         16
+#define IXGBE_MAX_TX_FRAGS      64
+#define IXGBE_MIN_FRAME         60
+#define IXGBE_STD_FRAME         1518
+#define IXGBE_RX_BUF_DEFAULT    2048
+
+static inline uint32_t *R(IxgbeCore *core, hwaddr addr)
+{
+    return ixgbe_reg(core, addr);
+}
+
+/* Add to a 64-bit counter kept as low/high register pair */
+static void ixgbe_stat64_add(IxgbeCore *core, hwaddr lo, uint64_t n)
+{
+    uint64_t v = *R(core, lo) | ((uint64_t)*R(core, lo + 4) << 32);
+
+    v += n;
+    *R(core, lo) = (uint32_t)v;
+    *R(core, lo + 4) = v >> 32;
+}
+
+static void ixgbe_stat_inc(IxgbeCore *core, hwaddr addr)
+{
+    if (*R(core, addr) != UINT32_MAX) {
+        (*R(core, addr))++;
+    }
+}
+
+static void ixgbe_size_stat(IxgbeCore *core, hwaddr base, size_t len)
+{
+    static const size_t limits[] = { 64, 127, 255, 511, 1023 };
+    unsigned i;
+
+    for (i = 0; i < ARRAY_SIZE(limits) && len > limits[i]; i++) {
+        /* find the bucket */
+    }
+    ixgbe_stat_inc(core, base + i * 4);
+}
+
+/* Statistics counter index (0..15) a queue maps to via RQSMR/TQSM */
+static unsigned ixgbe_queue_stat_index(IxgbeCore *core, hwaddr map0,
+                                       unsigned q)
+{
+    return (*R(core, map0 + (q / 4) * 4) >> ((q % 4) * 8)) & 0xF;
+}
+
+static uint64_t ixgbe_ring_base(IxgbeCore *core, hwaddr bal)
+{
+    return ((uint64_t)*R(core, bal + 4) << 32) | *R(core, bal);
+}
+
+/* ------------------------------------------------------------------ */
+/* Transmit                                                            */
+/* ------------------------------------------------------------------ */
+
+static void ixgbe_tx_stats(IxgbeCore *core, unsigned q, struct NetTxPkt *pkt)
+{
+    size_t len = net_tx_pkt_get_total_len(pkt) + 4;
+    unsigned si = ixgbe_queue_stat_index(core, IXGBE_TQSM0, q);
+
+    ixgbe_stat_inc(core, IXGBE_GPTC);
+    ixgbe_stat_inc(core, IXGBE_TPT);
+    ixgbe_stat64_add(core, IXGBE_GOTCL, len);
+    ixgbe_size_stat(core, IXGBE_PTC64, len);
+    switch (net_tx_pkt_get_packet_type(pkt)) {
+    case ETH_PKT_BCAST:
+        ixgbe_stat_inc(core, IXGBE_BPTC);
+        break;
+    case ETH_PKT_MCAST:
+        ixgbe_stat_inc(core, IXGBE_MPTC);
+        break;
+    default:
+        break;
+    }
+    ixgbe_stat_inc(core, IXGBE_QPTC0 + si * 0x40);
+    ixgbe_stat64_add(core, IXGBE_QBTC0 + si * 8, len);
+}
+
+static void ixgbe_tx_loopback(void *opaque, const struct iovec *iov,
+                              int iovcnt, const struct iovec *virt_iov,
+                              int virt_iovcnt)
+{
+    ixgbe_rx_receive(opaque, iov, iovcnt, true);
+}
+
+static bool ixgbe_tx_offloads(IxgbeCore *core, IxgbeTxQueue *txq)
+{
+    uint32_t cmd = txq->first_cmd, olinfo = txq->first_olinfo;
+    IxgbeTxContext *ctx = &txq->ctx[(olinfo >> IXGBE_TXD_IDX_SHIFT) & 1];
+
+    if (!(cmd & IXGBE_TXD_CMD_DEXT)) {
+        /* Legacy descriptor: VLAN from the special field */
+        if (cmd & IXGBE_TXD_CMD_VLE) {
+            net_tx_pkt_setup_vlan_header_ex(txq->pkt, olinfo >> 16,
+                                            *R(core, IXGBE_VLNCTRL) & 0xFFFF);
+        }
+        return true;
+    }
+    if (cmd & IXGBE_TXD_CMD_VLE) {
+        net_tx_pkt_setup_vlan_header_ex(txq->pkt,
+                                        ctx->vlan_macip_lens >>
+                                        IXGBE_TXCTX_VLAN_SHIFT,
+                                        *R(core, IXGBE_VLNCTRL) & 0xFFFF);
+    }
+    if (cmd & IXGBE_TXD_CMD_TSE) {
+        uint32_t mss = ctx->mss_l4len_idx >> IXGBE_TXCTX_MSS_SHIFT;
+
+        if (!mss || !net_tx_pkt_build_vheader(txq->pkt, true, true, mss)) {
+            return false;
+        }
+        net_tx_pkt_update_ip_checksums(txq->pkt);
+        return true;
+    }
+    if (olinfo & IXGBE_TXD_POPTS_TXSM) {
+        bool ok;
+
+        if ((ctx->type_tucmd_mlhl & IXGBE_TXCTX_L4T_MASK) ==
+            IXGBE_TXCTX_L4T_SCTP) {
+            ok = net_tx_pkt_update_sctp_checksum(txq->pkt);
+        } else {
+            ok = net_tx_pkt_build_vheader(txq->pkt, false, true, 0);
+        }
+        if (!ok) {
+            return false;
+        }
+    }
+    if (olinfo & IXGBE_TXD_POPTS_IXSM) {
+        net_tx_pkt_update_ip_hdr_checksum(txq->pkt);
+    }
+    return true;
+}
+
+static void ixgbe_tx_send(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq)
+{
+    bool sent;
+
+    if (!net_tx_pkt_parse(txq->pkt) || !ixgbe_tx_offloads(core, txq)) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "ixgbe: txq %u: malformed frame or offload request, "
+                      "frame dropped\n", q);
+        return;
+    }
+    if (*R(core, IXGBE_HLREG0) & IXGBE_HLREG0_LPBK) {
+        sent = net_tx_pkt_send_custom(txq->pkt, false, ixgbe_tx_loopback,
+                                      core);
+    } else {
+        sent = net_tx_pkt_send(txq->pkt, qemu_get_queue(core->nic));
+    }
+    if (sent) {
+        trace_ixgbe_tx_frame(q, net_tx_pkt_get_total_len(txq->pkt));
+        ixgbe_tx_stats(core, q, txq->pkt);
+    }
+}
+
+/* Process one descriptor; returns true when it asks for status (RS) */
+static bool ixgbe_tx_desc(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq,
+                          const uint8_t *desc)
+{
+    uint64_t addr = ldq_le_p(desc);
+    uint32_t cmd = ldl_le_p(desc + 8);
+    uint32_t olinfo = ldl_le_p(desc + 12);
+    uint32_t len = cmd & IXGBE_TXD_DTALEN_MASK;
+
+    if (cmd & IXGBE_TXD_CMD_DEXT) {
+        uint32_t dtyp = cmd & IXGBE_TXD_DTYP_MASK;
+
+        if (dtyp == IXGBE_TXD_DTYP_CTXT) {
+            IxgbeTxContext *ctx = &txq->ctx[(olinfo >> IXGBE_TXD_IDX_SHIFT)
+                                            & 1];
+
+            ctx->vlan_macip_lens = ldl_le_p(desc);
+            ctx->seqnum_seed = ldl_le_p(desc + 4);
+            ctx->type_tucmd_mlhl = cmd;
+            ctx->mss_l4len_idx = olinfo;
+            return cmd & IXGBE_TXD_CMD_RS;
+        }
+        if (dtyp != IXGBE_TXD_DTYP_DATA) {
+            qemu_log_mask(LOG_GUEST_ERROR,
+                          "ixgbe: txq %u: descriptor type 0x%x ignored\n",
+                          q, dtyp >> 20);
+            return cmd & IXGBE_TXD_CMD_RS;
+        }
+    }
+
+    if (!txq->in_packet) {
+        txq->in_packet = true;
+        txq->drop = false;
+        txq->first_cmd = cmd;
+        txq->first_olinfo = olinfo;
+    }
+    if (len && !txq->drop &&
+        !net_tx_pkt_add_raw_fragment_pci(txq->pkt, core->owner, addr, len)) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "ixgbe: txq %u: buffer 0x%" PRIx64 "+%u not mapped or "
+                      "too many fragments, frame dropped\n", q, addr, len);
+        txq->drop = true;
+    }
+    if (cmd & IXGBE_TXD_CMD_EOP) {
+        if (!txq->drop) {
+            ixgbe_tx_send(core, q, txq);
+        }
+        net_tx_pkt_reset(txq->pkt, net_tx_pkt_unmap_frag_pci, core->owner);
+        txq->in_packet = false;
+        txq->drop = false;
+    }
+    return cmd & IXGBE_TXD_CMD_RS;
+}
+
+static unsigned ixgbe_tx_ring_size(IxgbeCore *core, unsigned q)
+{
+    return *R(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDLEN)) / IXGBE_DESC_SIZE;
+}
+
+/* Mark one descriptor done (STA.DD sits in byte 12 in both formats) */
+static void ixgbe_tx_set_dd(IxgbeCore *core, unsigned q, uint32_t idx)
+{
+    uint64_t base = ixgbe_ring_base(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDBAL));
+    uint8_t sta = IXGBE_TXD_STA_DD;
+
+    pci_dma_write(core->owner, base + (uint64_t)idx * IXGBE_DESC_SIZE + 12,
+                  &sta, 1);
+}
+
+/* Head write-back replaces descriptor write-back when TDWBAL bit 0 is set */
+static bool ixgbe_tx_head_wb(IxgbeCore *core, unsigned q)
+{
+    uint32_t lo = *R(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDWBAL));
+    uint32_t head;
+    uint64_t addr;
+
+    if (!(lo & IXGBE_TDWBAL_HEAD_WB_EN)) {
+        return false;
+    }
+    addr = ((uint64_t)*R(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDWBAH)) << 32) |
+           (lo & ~3u);
+    head = cpu_to_le32(*R(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDH)));
+    pci_dma_write(core->owner, addr, &head, sizeof(head));
+    return true;
+}
+
+void ixgbe_tx_flush_writeback(IxgbeCore *core, unsigned q)
+{
+    IxgbeTxQueue *txq = &core->txq[q];
+    unsigned n = ixgbe_tx_ring_size(core, q);
+
+    if (!txq->wb_pending) {
+        return;
+    }
+    trace_ixgbe_tx_writeback(q, txq->wb_pending);
+    if (!ixgbe_tx_head_wb(core, q) && n) {
+        for (uint32_t i = 0; i < txq->wb_pending; i++) {
+            ixgbe_tx_set_dd(core, q, (txq->wb_next + i) % n);
+        }
+    }
+    txq->wb_next = (txq->wb_next + txq->wb_pending) % MAX(n, 1);
+    txq->wb_pending = 0;
+}
+
+void ixgbe_tx_kick(IxgbeCore *core, unsigned q)
+{
+    IxgbeTxQueue *txq = &core->txq[q];
+    uint8_t burst[IXGBE_TX_BURST * IXGBE_DESC_SIZE];
+    uint32_t txdctl = *R(core, ixgbe_txq_reg(q, IXGBE_TXQ_TXDCTL));
+    uint32_t wthresh = (txdctl >> IXGBE_TXDCTL_WTHRESH_SHIFT) &
+                       IXGBE_TXDCTL_WTHRESH_MASK;
+    uint32_t *tdh = R(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDH));
+    uint32_t tdt = *R(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDT));
+    uint64_t base = ixgbe_ring_base(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDBAL));
+    unsigned n = ixgbe_tx_ring_size(core, q);
+    uint32_t head = *tdh;
+    bool done_any = false;
+
+    if (!(*R(core, IXGBE_DMATXCTL) & IXGBE_DMATXCTL_TE) ||
+        !(txdctl & IXGBE_TXDCTL_ENABLE) || head == tdt) {
+        return;
+    }
+    if (!n || head >= n || tdt >= n) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "ixgbe: txq %u: head %u / tail %u outside a ring of %u "
+                      "descriptors, queue not processed\n", q, head, tdt, n);
+        return;
+    }
+    if (txq->wb_pending == 0) {
+        txq->wb_next = head;
+    }
+
+    while (head != tdt) {
+        unsigned cnt = MIN(IXGBE_TX_BURST, (tdt > head ? tdt : n) - head);
+
+        if (pci_dma_read(core->owner, base + (uint64_t)head * IXGBE_DESC_SIZE,
+                         burst, cnt * IXGBE_DESC_SIZE) != MEMTX_OK) {
+            qemu_log_mask(LOG_GUEST_ERROR,
+                          "ixgbe: txq %u: descriptor fetch at 0x%" PRIx64
+                          " failed, queue stopped\n",
+                          q, base + (uint64_t)head * IXGBE_DESC_SIZE);
+            break;
+        }
+        trace_ixgbe_tx_fetch(q, head, cnt);
+        for (unsigned i = 0; i < cnt; i++) {
+            bool rs = ixgbe_tx_desc(core, q, txq, burst + i * IXGBE_DESC_SIZE);
+
+            head = (head + 1) % n;
+            *tdh = head;
+            done_any = true;
+            if (wthresh == 0) {
+                if (rs && !ixgbe_tx_head_wb(core, q)) {
+                    ixgbe_tx_set_dd(core, q, (head + n - 1) % n);
+                }
+                txq->wb_next = head;
+            } else if (++txq->wb_pending >= wthresh) {
+                ixgbe_tx_flush_writeback(core, q);
+            }
+        }
+    }
+    if (done_any) {
+        /* The interrupt also flushes write-backs below WTHRESH */
+        ixgbe_raise_queue_cause(core, true, q);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Receive                                                             */
+/* ------------------------------------------------------------------ */
+
+static bool ixgbe_rx_accept(IxgbeCore *core, const uint8_t *buf)
+{
+    uint32_t fctrl = *R(core, IXGBE_FCTRL);
+    uint32_t vlnctrl = *R(core, IXGBE_VLNCTRL);
+    const struct eth_header *eh = (const struct eth_header *)buf;
+
+    if ((vlnctrl & IXGBE_VLNCTRL_VFE) &&
+        be16_to_cpu(eh->h_proto) == (vlnctrl & 0xFFFF)) {
+        uint16_t vid = lduw_be_p(buf + 14) & 0xFFF;
+
+        if (!(*R(core, IXGBE_VFTA0 + (vid >> 5) * 4) & BIT(vid & 0x1F))) {
+            return false;
+        }
+    }
+    if (is_broadcast_ether_addr(buf)) {
+        return fctrl & IXGBE_FCTRL_BAM;
+    }
+    if (is_multicast_ether_addr(buf)) {
+        uint32_t mc = *R(core, IXGBE_MCSTCTRL);
+        static const int shift[] = { 4, 3, 2, 0 };
+        uint32_t hash;
+
+        if (fctrl & IXGBE_FCTRL_MPE) {
+            return true;
+        }
+        if (!(mc & IXGBE_MCSTCTRL_MFE)) {
+            return false;
+        }
+        hash = ((buf[4] >> shift[mc & IXGBE_MCSTCTRL_MO_MASK]) |
+                (buf[5] << (8 - shift[mc & IXGBE_MCSTCTRL_MO_MASK]))) & 0xFFF;
+        return *R(core, IXGBE_MTA0 + (hash >> 5) * 4) & BIT(hash & 0x1F);
+    }
+    if (fctrl & IXGBE_FCTRL_UPE) {
+        return true;
+    }
+    for (unsigned i = 0; i < IXGBE_RAR_ENTRIES; i++) {
+        uint32_t ral = *R(core, IXGBE_RAL0 + i * 8);
+        uint32_t rah = *R(core, IXGBE_RAL0 + i * 8 + 4);
+
+        if ((rah & IXGBE_RAH_AV) && ldl_le_p(buf) == ral &&
+            lduw_le_p(buf + 4) == (rah & 0xFFFF)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+typedef struct IxgbeRxInfo {
+    unsigned queue;
+    uint32_t hash;
+    uint32_t rss_type;
+    uint32_t pkt_type;
+    uint32_t status;        /* checksum status and error bits */
+} IxgbeRxInfo;
+
+/* Pick the RSS hash type the MRQC fields allow for this packet */
+static int ixgbe_rss_type(IxgbeCore *core, bool ip4, bool ip6,
+                          EthL4HdrProto l4, NetRxPktRssType *type)
+{
+    uint32_t mrqc = *R(core, IXGBE_MRQC);
+
+    if (ip4) {
+        if (l4 == ETH_L4_HDR_PROTO_TCP && (mrqc & IXGBE_MRQC_TCPIPV4)) {
+            *type = NetPktRssIpV4Tcp;
+            return IXGBE_RSSTYPE_IPV4_TCP;
+        }
+        if (l4 == ETH_L4_HDR_PROTO_UDP && (mrqc & IXGBE_MRQC_UDPIPV4)) {
+            *type = NetPktRssIpV4Udp;
+            return IXGBE_RSSTYPE_IPV4_UDP;
+        }
+        if (mrqc & IXGBE_MRQC_IPV4) {
+            *type = NetPktRssIpV4;
+            return IXGBE_RSSTYPE_IPV4;
+        }
+    } else if (ip6) {
+        if (l4 == ETH_L4_HDR_PROTO_TCP && (mrqc & IXGBE_MRQC_TCPIPV6)) {
+            *type = NetPktRssIpV6Tcp;
+            return IXGBE_RSSTYPE_IPV6_TCP;
+        }
+        if (l4 == ETH_L4_HDR_PROTO_UDP && (mrqc & IXGBE_MRQC_UDPIPV6)) {
+            *type = NetPktRssIpV6Udp;
+            return IXGBE_RSSTYPE_IPV6_UDP;
+        }
+        if (mrqc & IXGBE_MRQC_IPV6) {
+            *type = NetPktRssIpV6;
+            return IXGBE_RSSTYPE_IPV6;
+        }
+    }
+    return IXGBE_RSSTYPE_NONE;
+}
+
+static void ixgbe_rx_classify(IxgbeCore *core, IxgbeRxInfo *info)
+{
+    struct NetRxPkt *pkt = core->rx_pkt;
+    bool ip4, ip6, csum_ok;
+    EthL4HdrProto l4;
+    NetRxPktRssType type;
+    uint8_t key[IXGBE_RSS_KEY_SIZE];
+
+    memset(info, 0, sizeof(*info));
+    net_rx_pkt_get_protocols(pkt, &ip4, &ip6, &l4);
+
+    if (ip4) {
+        info->pkt_type |= IXGBE_RXD_PKTTYPE_IPV4;
+    }
+    if (ip6) {
+        info->pkt_type |= IXGBE_RXD_PKTTYPE_IPV6;
+    }
+    if (l4 == ETH_L4_HDR_PROTO_TCP) {
+        info->pkt_type |= IXGBE_RXD_PKTTYPE_TCP;
+    } else if (l4 == ETH_L4_HDR_PROTO_UDP) {
+        info->pkt_type |= IXGBE_RXD_PKTTYPE_UDP;
+    } else if (l4 == ETH_L4_HDR_PROTO_SCTP) {
+        info->pkt_type |= IXGBE_RXD_PKTTYPE_SCTP;
+    }
+
+    /* Checksums: the 82599 checks IPv4 headers and TCP/UDP always */
+    if (ip4 && net_rx_pkt_validate_l3_csum(pkt, &csum_ok)) {
+        info->status |= IXGBE_RXD_STAT_IPCS;
+        if (!csum_ok) {
+            info->status |= IXGBE_RXD_ERR_IPE;
+        }
+    }
+    if ((l4 == ETH_L4_HDR_PROTO_TCP || l4 == ETH_L4_HDR_PROTO_UDP) &&
+        net_rx_pkt_validate_l4_csum(pkt, &csum_ok)) {
+        info->status |= IXGBE_RXD_STAT_L4CS;
+        if (l4 == ETH_L4_HDR_PROTO_UDP) {
+            info->status |= IXGBE_RXD_STAT_UDPCS;
+        }
+        if (!csum_ok) {
+            info->status |= IXGBE_RXD_ERR_TCPE;
+        }
+    }
+
+    if ((*R(core, IXGBE_MRQC) & IXGBE_MRQC_MRQE_MASK) != IXGBE_MRQC_RSS) {
+        return;
+    }
+    info->rss_type = ixgbe_rss_type(core, ip4, ip6, l4, &type);
+    if (info->rss_type == IXGBE_RSSTYPE_NONE) {
+        return;
+    }
+    for (unsigned i = 0; i < IXGBE_RSS_KEY_SIZE; i++) {
+        key[i] = *R(core, IXGBE_RSSRK0 + (i & ~3u)) >> ((i & 3) * 8);
+    }
+    info->hash = net_rx_pkt_calc_rss_hash(pkt, type, key);
+    {
+        unsigned idx = info->hash & (IXGBE_RETA_ENTRIES - 1);
+
+        info->queue = (*R(core, IXGBE_RETA0 + (idx & ~3u)) >>
+                       ((idx & 3) * 8)) & 0xF;
+    }
+}
+
+static unsigned ixgbe_rx_buf_size(uint32_t srrctl)
+{
+    unsigned kb = srrctl & IXGBE_SRRCTL_BSIZEPKT_MASK;
+
+    return kb ? kb * KiB : IXGBE_RX_BUF_DEFAULT;
+}
+
+static void ixgbe_rx_stats(IxgbeCore *core, unsigned q, const uint8_t *buf,
+                           size_t len)
+{
+    unsigned si = ixgbe_queue_stat_index(core, IXGBE_RQSMR0, q);
+
+    ixgbe_stat_inc(core, IXGBE_GPRC);
+    ixgbe_stat_inc(core, IXGBE_TPR);
+    ixgbe_stat64_add(core, IXGBE_GORCL, len);
+    ixgbe_stat64_add(core, IXGBE_TORL, len);
+    ixgbe_size_stat(core, IXGBE_PRC64, len);
+    if (is_broadcast_ether_addr(buf)) {
+        ixgbe_stat_inc(core, IXGBE_BPRC);
+    } else if (is_multicast_ether_addr(buf)) {
+        ixgbe_stat_inc(core, IXGBE_MPRC);
+    }
+    ixgbe_stat_inc(core, IXGBE_QPRC0 + si * 0x40);
+    ixgbe_stat64_add(core, IXGBE_QBRC0 + si * 0x40, len);
+}
+
+static void ixgbe_rx_drop(IxgbeCore *core, unsigned q)
+{
+    unsigned si = ixgbe_queue_stat_index(core, IXGBE_RQSMR0, q);
+
+    ixgbe_stat_inc(core, IXGBE_RNBC0);
+    ixgbe_stat_inc(core, IXGBE_QPRDC0 + si * 0x40);
+    trace_ixgbe_rx_drop(q);
+}
+
+bool ixgbe_rx_can_receive(IxgbeCore *core)
+{
+    return (*R(core, IXGBE_RXCTRL) & IXGBE_RXCTRL_RXEN) &&
+           (core->owner->config[PCI_COMMAND] & PCI_COMMAND_MASTER);
+}
+
+/*
+ * Write one frame (data already linear in buf) into queue q's ring.
+ * Returns false when the ring lacks descriptors and the frame must wait.
+ */
+static bool ixgbe_rx_to_ring(IxgbeCore *core, unsigned q, const uint8_t *buf,
+                             size_t len, const IxgbeRxInfo *info,
+                             uint16_t vlan_tag, bool has_vlan)
+{
+    uint32_t srrctl = *R(core, ixgbe_rxq_reg(q, IXGBE_RXQ_SRRCTL));
+    uint32_t *rdh = R(core, ixgbe_rxq_reg(q, IXGBE_RXQ_RDH));
+    uint32_t rdt = *R(core, ixgbe_rxq_reg(q, IXGBE_RXQ_RDT));
+    unsigned n = *R(core, ixgbe_rxq_reg(q, IXGBE_RXQ_RDLEN)) / IXGBE_DESC_SIZE;
+    uint64_t base = ixgbe_ring_base(core, ixgbe_rxq_reg(q, IXGBE_RXQ_RDBAL));
+    unsigned bufsz = ixgbe_rx_buf_size(srrctl);
+    bool legacy = ((srrctl >> IXGBE_SRRCTL_DESCTYPE_SHIFT) &
+                   IXGBE_SRRCTL_DESCTYPE_MASK) == IXGBE_SRRCTL_DESCTYPE_LEGACY;
+    unsigned need = DIV_ROUND_UP(len, bufsz);
+    uint32_t head = *rdh;
+    unsigned avail;
+    size_t off = 0;
+
+    if (!n || head >= n || rdt >= n) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "ixgbe: rxq %u: head %u / tail %u outside a ring of %u "
+                      "descriptors, frame dropped\n", q, head, rdt, n);
+        ixgbe_rx_drop(core, q);
+        return true;
+    }
+    avail = (rdt + n - head) % n;
+    if (need >= n) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "ixgbe: rxq %u: a %zu byte frame needs %u buffers, the "
+                      "ring has %u, frame dropped\n", q, len, need, n);
+        ixgbe_rx_drop(core, q);
+        return true;
+    }
+    if (avail < need) {
+        if (srrctl & IXGBE_SRRCTL_DROP_EN) {
+            ixgbe_rx_drop(core, q);
+            return true;
+        }
+        ixgbe_stat_inc(core, IXGBE_MPC0);
+        return false;
+    }
+
+    for (unsigned i = 0; i < need; i++) {
+        uint64_t daddr = base + (uint64_t)head * IXGBE_DESC_SIZE;
+        uint8_t desc[IXGBE_DESC_SIZE];
+        size_t chunk = MIN(bufsz, len - off);
+        bool eop = i == need - 1;
+        uint32_t status = IXGBE_RXD_STAT_DD | (eop ? IXGBE_RXD_STAT_EOP : 0);
+
+        if (pci_dma_read(core->owner, daddr, desc, sizeof(desc)) !=
+            MEMTX_OK) {
+            qemu_log_mask(LOG_GUEST_ERROR,
+                          "ixgbe: rxq %u: descriptor read at 0x%" PRIx64
+                          " failed\n", q, daddr);
+        }
+        pci_dma_write(core->owner, ldq_le_p(desc), buf + off, chunk);
+        if (eop) {
+            status |= info->status;
+            if (has_vlan) {
+                status |= IXGBE_RXD_STAT_VP;
+            }
+        }
+        memset(desc, 0, sizeof(desc));
+        if (legacy) {
+            /* length, checksum, status, errors, special */
+            stw_le_p(desc + 8, chunk);
+            desc[12] = status & 0xFF;
+            desc[13] = (status >> 24) & 0xFF;
+            stw_le_p(desc + 14, vlan_tag);
+        } else {
+            stl_le_p(desc, info->rss_type |
+                     (info->pkt_type << IXGBE_RXD_PKTTYPE_SHIFT));
+            stl_le_p(desc + 4, info->hash);
+            stl_le_p(desc + 8, status);
+            stl_le_p(desc + 12, chunk | ((uint32_t)vlan_tag << 16));
+        }
+        /* Write the descriptor back after its buffer */
+        pci_dma_write(core->owner, daddr, desc, sizeof(desc));
+        off += chunk;
+        head = (head + 1) % n;
+    }
+    *rdh = head;
+    return true;
+}
+
+ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
+                         int iovcnt, bool loopback)
+{
+    size_t size = iov_size(iov, iovcnt);
+    uint32_t hlreg0 = *R(core, IXGBE_HLREG0);
+    size_t max_frame, len;
+    g_autofree uint8_t *buf = NULL;
+    IxgbeRxInfo info;
+    bool has_vlan;
+    uint16_t vlan_tag = 0;
+    unsigned q;
+
+    if (!(*R(core, IXGBE_RXCTRL) & IXGBE_RXCTRL_RXEN)) {
+        return size;
+    }
+    if (!loopback && (hlreg0 & IXGBE_HLREG0_LPBK)) {
+        /* In MAC loopback the wire side is not received */
+        return size;
+    }
+
+    /* Linear copy with room for padding and the CRC */
+    len = MAX(size, IXGBE_MIN_FRAME);
+    buf = g_malloc0(len + 4);
+    iov_to_buf(iov, iovcnt, 0, buf, size);
+
+    has_vlan = lduw_be_p(buf + 12) == (*R(core, IXGBE_VLNCTRL) & 0xFFFF);
+    if (has_vlan) {
+        vlan_tag = lduw_be_p(buf + 14);
+    }
+    max_frame = (hlreg0 & IXGBE_HLREG0_JUMBOEN) ?
+                *R(core, IXGBE_MAXFRS) >> IXGBE_MAXFRS_MFS_SHIFT :
+                IXGBE_STD_FRAME;
+    if (len + 4 > max_frame + (has_vlan ? 4 : 0)) {
+        ixgbe_stat_inc(core, IXGBE_ROC);
+        trace_ixgbe_rx_oversize(len);
+        return size;
+    }
+    if (!ixgbe_rx_accept(core, buf)) {
+        return size;
+    }
+
+    net_rx_pkt_set_packet_type(core->rx_pkt, get_eth_packet_type(
+                                   (struct eth_header *)buf));
+    {
+        struct iovec liov = { .iov_base = buf, .iov_len = len };
+
+        net_rx_pkt_set_protocols(core->rx_pkt, &liov, 1, 0);
+        net_rx_pkt_attach_iovec(core->rx_pkt, &liov, 1, 0, false);
+    }
+    ixgbe_rx_classify(core, &info);
+    q = info.queue;
+
+    if (!(*R(core, ixgbe_rxq_reg(q, IXGBE_RXQ_RXDCTL)) & IXGBE_RXDCTL_ENABLE)) {
+        ixgbe_rx_drop(core, q);
+        return size;
+    }
+    if (!(hlreg0 & IXGBE_HLREG0_RXCRCSTRP)) {
+        stl_le_p(buf + len, crc32(0, buf, len));
+        len += 4;
+    }
+    if (!ixgbe_rx_to_ring(core, q, buf, len, &info, vlan_tag, has_vlan)) {
+        /* No descriptors and no DROP_EN: hold the frame (flow control) */
+        return 0;
+    }
+    trace_ixgbe_rx_frame(q, len, info.hash);
+    ixgbe_rx_stats(core, q, buf, len);
+    ixgbe_raise_queue_cause(core, false, q);
+    return size;
+}
+
+/* ------------------------------------------------------------------ */
+/* Life cycle                                                          */
+/* ------------------------------------------------------------------ */
+
+void ixgbe_datapath_init(IxgbeCore *core)
+{
+    for (unsigned q = 0; q < IXGBE_NUM_QUEUES; q++) {
+        net_tx_pkt_init(&core->txq[q].pkt, IXGBE_MAX_TX_FRAGS);
+    }
+    net_rx_pkt_init(&core->rx_pkt);
+}
+
+void ixgbe_datapath_uninit(IxgbeCore *core)
+{
+    for (unsigned q = 0; q < IXGBE_NUM_QUEUES; q++) {
+        net_tx_pkt_uninit(core->txq[q].pkt);
+        core->txq[q].pkt = NULL;
+    }
+    net_rx_pkt_uninit(core->rx_pkt);
+    core->rx_pkt = NULL;
+}
+
+void ixgbe_datapath_reset(IxgbeCore *core)
+{
+    for (unsigned q = 0; q < IXGBE_NUM_QUEUES; q++) {
+        IxgbeTxQueue *txq = &core->txq[q];
+
+        net_tx_pkt_reset(txq->pkt, net_tx_pkt_unmap_frag_pci, core->owner);
+        memset(txq->ctx, 0, sizeof(txq->ctx));
+        txq->first_cmd = txq->first_olinfo = 0;
+        txq->in_packet = txq->drop = false;
+        txq->wb_pending = txq->wb_next = 0;
+    }
+}

@@ -1,0 +1,336 @@
+/*
+ * Intel 82599 10 GbE controller: register offsets and bit fields.
+ *
+ * Names follow the 82599 datasheet (section 8, "Programming Interface").
+ * Offsets are byte offsets into BAR0.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef HW_NET_IXGBE_REGS_H
+#define HW_NET_IXGBE_REGS_H
+
+/* PCI identity: 82599 10GBASE-KR backplane part */
+#define IXGBE_DEV_ID_82599_KR       0x1517
+#define IXGBE_SUBSYS_ID             0x0001
+
+#define IXGBE_MMIO_SIZE             (128 * KiB)
+#define IXGBE_IO_SIZE               32
+#define IXGBE_MSIX_SIZE             (16 * KiB)
+#define IXGBE_MSIX_PBA_OFFSET       0x2000
+#define IXGBE_MSIX_VECTORS          64
+#define IXGBE_NUM_QUEUES            128
+#define IXGBE_NUM_STAT_QUEUES       16
+#define IXGBE_RAR_ENTRIES           128
+#define IXGBE_RETA_ENTRIES          128
+#define IXGBE_RSS_KEY_SIZE          40
+#define IXGBE_EEPROM_WORDS          1024
+
+/* General control */
+#define IXGBE_CTRL          0x00000
+#define IXGBE_STATUS        0x00008
+#define IXGBE_CTRL_EXT      0x00018
+#define IXGBE_ESDP          0x00020
+#define IXGBE_I2CCTL        0x00028
+#define IXGBE_LEDCTL        0x00200
+
+#define IXGBE_CTRL_GIO_DIS          (1u << 2)
+#define IXGBE_CTRL_LNK_RST          (1u << 3)
+#define IXGBE_CTRL_RST              (1u << 26)
+
+#define IXGBE_STATUS_LINK_UP        (1u << 7)
+#define IXGBE_STATUS_GIO            (1u << 19)
+
+/* Interrupts */
+#define IXGBE_EICR          0x00800
+#define IXGBE_EICS          0x00808
+#define IXGBE_EIAC          0x00810
+#define IXGBE_EITR_LO       0x00820     /* EITR[0..23] */
+#define IXGBE_EIMS          0x00880
+#define IXGBE_EIMC          0x00888
+#define IXGBE_EIAM          0x00890
+#define IXGBE_EITRSEL       0x00894
+#define IXGBE_GPIE          0x00898
+#define IXGBE_IVAR0         0x00900     /* 64 registers */
+#define IXGBE_IVAR_MISC     0x00A00
+#define IXGBE_EICS_EX0      0x00A90     /* 2 registers */
+#define IXGBE_EIMS_EX0      0x00AA0
+#define IXGBE_EIMC_EX0      0x00AB0
+#define IXGBE_EIAM_EX0      0x00AD0
+#define IXGBE_EITR_HI       0x12300     /* EITR[24..127] */
+#define IXGBE_PBACL         0x11068
+
+#define IXGBE_EICR_RTX_QUEUE        0x0000FFFFu
+#define IXGBE_EICR_FLOW_DIR         (1u << 16)
+#define IXGBE_EICR_RX_MISS          (1u << 17)
+#define IXGBE_EICR_LSC              (1u << 20)
+#define IXGBE_EICR_TCP_TIMER        (1u << 30)
+#define IXGBE_EICR_OTHER            (1u << 31)
+#define IXGBE_EICR_MISC_CAUSES      0x7FFF0000u
+
+#define IXGBE_GPIE_MSIX_MODE        (1u << 4)
+#define IXGBE_GPIE_OCD              (1u << 5)
+#define IXGBE_GPIE_EIAME            (1u << 30)
+
+#define IXGBE_EITR_INTERVAL_MASK    0x00000FF8u
+#define IXGBE_EITR_LLI_MOD          (1u << 15)
+#define IXGBE_EITR_CNT_WDIS         (1u << 31)
+
+#define IXGBE_IVAR_VECTOR_MASK      0x3F
+#define IXGBE_IVAR_VALID            0x80
+
+/* EEPROM, flash, semaphores, firmware */
+#define IXGBE_EEC           0x10010
+#define IXGBE_EERD          0x10014
+#define IXGBE_FLA           0x1001C
+#define IXGBE_EEMNGCTL      0x10110
+#define IXGBE_SWSM          0x10140
+#define IXGBE_FWSM          0x10148
+#define IXGBE_FACTPS        0x10150
+#define IXGBE_GSSR          0x10160
+#define IXGBE_GRC           0x10200
+#define IXGBE_GCR           0x11000
+#define IXGBE_GCR_EXT       0x11050
+#define IXGBE_FWSTS         0x15F0C
+
+#define IXGBE_EEC_EE_REQ            (1u << 6)
+#define IXGBE_EEC_EE_GNT            (1u << 7)
+#define IXGBE_EEC_PRES              (1u << 8)
+#define IXGBE_EEC_ARD               (1u << 9)
+#define IXGBE_EEC_SIZE_SHIFT        11
+#define IXGBE_EEC_SIZE_FIELD        4   /* 1 << (4 + 6) = 1024 words */
+
+#define IXGBE_EERD_START            (1u << 0)
+#define IXGBE_EERD_DONE             (1u << 1)
+#define IXGBE_EERD_ADDR_SHIFT       2
+#define IXGBE_EERD_ADDR_MASK        0x3FFF
+#define IXGBE_EERD_DATA_SHIFT       16
+
+#define IXGBE_SWSM_SMBI             (1u << 0)
+#define IXGBE_SWSM_SWESMBI          (1u << 1)
+#define IXGBE_GSSR_SW_MASK          0x1Fu
+#define IXGBE_FWSM_FW_VAL           (1u << 15)
+
+/* MAC, link, PHY access */
+#define IXGBE_HLREG0        0x04240
+#define IXGBE_HLREG1        0x04244
+#define IXGBE_PAP           0x04248
+#define IXGBE_MSCA          0x0425C
+#define IXGBE_MSRWD         0x04260
+#define IXGBE_MAXFRS        0x04268
+#define IXGBE_MFLCN         0x04294
+#define IXGBE_AUTOC         0x042A0
+#define IXGBE_LINKS         0x042A4
+#define IXGBE_AUTOC2        0x042A8
+#define IXGBE_AUTOC3        0x042AC
+#define IXGBE_ANLP1         0x042B0
+#define IXGBE_ANLP2         0x042B4
+#define IXGBE_MMNGC         0x042D0
+#define IXGBE_LINKS2        0x04324
+
+#define IXGBE_HLREG0_RXCRCSTRP      (1u << 1)
+#define IXGBE_HLREG0_JUMBOEN        (1u << 2)
+#define IXGBE_HLREG0_LPBK           (1u << 15)
+#define IXGBE_MAXFRS_MFS_SHIFT      16
+
+#define IXGBE_MSCA_MDI_COMMAND      (1u << 30)
+#define IXGBE_MSRWD_READ_SHIFT      16
+
+#define IXGBE_AUTOC_FLU             (1u << 0)
+#define IXGBE_AUTOC_AN_RESTART      (1u << 12)
+#define IXGBE_AUTOC_LMS_KX4_KX_KR   (4u << 13)
+#define IXGBE_AUTOC_KR_SUPP         (1u << 16)
+#define IXGBE_AUTOC_KX_SUPP         (1u << 30)
+#define IXGBE_AUTOC_KX4_SUPP        (1u << 31)
+
+#define IXGBE_LINKS_SPEED_10G       (3u << 28)
+#define IXGBE_LINKS_UP              (1u << 30)
+#define IXGBE_LINKS_KX_AN_COMP      (1u << 31)
+#define IXGBE_ANLP1_AN_STATE_LINK_OK (0xBu << 16)
+
+/* Receive */
+#define IXGBE_RXQ_LO        0x01000     /* queues 0..63, 0x40 apart */
+#define IXGBE_RXQ_HI        0x0D000     /* queues 64..127 */
+#define IXGBE_RXQ_STRIDE    0x40
+#define IXGBE_RXQ_RDBAL     0x00
+#define IXGBE_RXQ_RDBAH     0x04
+#define IXGBE_RXQ_RDLEN     0x08
+#define IXGBE_RXQ_DCA       0x0C
+#define IXGBE_RXQ_RDH       0x10
+#define IXGBE_RXQ_SRRCTL    0x14
+#define IXGBE_RXQ_RDT       0x18
+#define IXGBE_RXQ_RXDCTL    0x28
+#define IXGBE_SRRCTL_ALIAS  0x02100     /* SRRCTL[0..15] alias */
+#define IXGBE_DCA_ALIAS     0x02200     /* DCA_RXCTRL[0..15] alias */
+#define IXGBE_RQSMR0        0x02300     /* 32 registers */
+#define IXGBE_RDRXCTL       0x02F00
+#define IXGBE_RXCTRL        0x03000
+#define IXGBE_RXPBSIZE0     0x03C00
+#define IXGBE_RXCSUM        0x05000
+#define IXGBE_RFCTL         0x05008
+#define IXGBE_FCTRL         0x05080
+#define IXGBE_VLNCTRL       0x05088
+#define IXGBE_MCSTCTRL      0x05090
+#define IXGBE_MTA0          0x05200     /* 128 registers */
+#define IXGBE_RAL_ALIAS     0x05400     /* RAL/RAH[0..15] alias */
+#define IXGBE_PSRTYPE_ALIAS 0x05480
+#define IXGBE_MRQC          0x05818
+#define IXGBE_RETA0         0x05C00     /* 32 registers */
+#define IXGBE_RSSRK0        0x05C80     /* 10 registers */
+#define IXGBE_VFTA0         0x0A000     /* 128 registers */
+#define IXGBE_RAL0          0x0A200     /* RAL/RAH pairs, 128 entries */
+#define IXGBE_MPSAR0        0x0A600
+#define IXGBE_PSRTYPE0      0x0EA00
+#define IXGBE_FDIRCTRL      0x0EE00
+#define IXGBE_FDIRCMD       0x0EE2C
+#define IXGBE_SECRXCTRL     0x08D00
+#define IXGBE_SECRXSTAT     0x08D04
+
+#define IXGBE_RXDCTL_ENABLE         (1u << 25)
+#define IXGBE_SRRCTL_BSIZEPKT_MASK  0x1Fu
+#define IXGBE_SRRCTL_DESCTYPE_SHIFT 25
+#define IXGBE_SRRCTL_DESCTYPE_MASK  7u
+#define IXGBE_SRRCTL_DESCTYPE_LEGACY 0
+#define IXGBE_SRRCTL_DROP_EN        (1u << 28)
+#define IXGBE_RDRXCTL_DMAIDONE      (1u << 3)
+#define IXGBE_RXCTRL_RXEN           (1u << 0)
+#define IXGBE_RXCSUM_IPPCSE         (1u << 12)
+#define IXGBE_RXCSUM_PCSD           (1u << 13)
+#define IXGBE_FCTRL_SBP             (1u << 1)
+#define IXGBE_FCTRL_MPE             (1u << 8)
+#define IXGBE_FCTRL_UPE             (1u << 9)
+#define IXGBE_FCTRL_BAM             (1u << 10)
+#define IXGBE_VLNCTRL_VFE           (1u << 30)
+#define IXGBE_MCSTCTRL_MO_MASK      3u
+#define IXGBE_MCSTCTRL_MFE          (1u << 2)
+#define IXGBE_RAH_AV                (1u << 31)
+#define IXGBE_MRQC_MRQE_MASK        0xFu
+#define IXGBE_MRQC_RSS              1u
+#define IXGBE_MRQC_TCPIPV4          (1u << 16)
+#define IXGBE_MRQC_IPV4             (1u << 17)
+#define IXGBE_MRQC_IPV6             (1u << 20)
+#define IXGBE_MRQC_TCPIPV6          (1u << 21)
+#define IXGBE_MRQC_UDPIPV4          (1u << 22)
+#define IXGBE_MRQC_UDPIPV6          (1u << 23)
+#define IXGBE_FDIRCTRL_INIT_DONE    (1u << 3)
+#define IXGBE_FDIRCMD_CMD_MASK      3u
+#define IXGBE_SECRXSTAT_RDY         (1u << 0)
+
+/* Transmit */
+#define IXGBE_TXQ_BASE      0x06000     /* queues 0..127, 0x40 apart */
+#define IXGBE_TXQ_STRIDE    0x40
+#define IXGBE_TXQ_TDBAL     0x00
+#define IXGBE_TXQ_TDBAH     0x04
+#define IXGBE_TXQ_TDLEN     0x08
+#define IXGBE_TXQ_TDH       0x10
+#define IXGBE_TXQ_TDT       0x18
+#define IXGBE_TXQ_TXDCTL    0x28
+#define IXGBE_TXQ_TDWBAL    0x38
+#define IXGBE_TXQ_TDWBAH    0x3C
+#define IXGBE_DMATXCTL      0x04A80
+#define IXGBE_RTTDCS        0x04900
+#define IXGBE_DTXMXSZRQ     0x08100
+#define IXGBE_MTQC          0x08120
+#define IXGBE_TQSM0         0x08600     /* 32 registers */
+#define IXGBE_SECTXCTRL     0x08800
+#define IXGBE_SECTXSTAT     0x08804
+#define IXGBE_TXPBSIZE0     0x0CC00
+
+#define IXGBE_TXDCTL_WTHRESH_SHIFT  16
+#define IXGBE_TXDCTL_WTHRESH_MASK   0x7Fu
+#define IXGBE_TXDCTL_ENABLE         (1u << 25)
+#define IXGBE_TDWBAL_HEAD_WB_EN     (1u << 0)
+#define IXGBE_DMATXCTL_TE           (1u << 0)
+#define IXGBE_SECTXSTAT_RDY         (1u << 0)
+
+/* Statistics (all read-to-clear) */
+#define IXGBE_CRCERRS       0x04000
+#define IXGBE_MPC0          0x03FA0     /* 8 registers */
+#define IXGBE_RNBC0         0x03FC0     /* 8 registers */
+#define IXGBE_PRC64         0x0405C
+#define IXGBE_GPRC          0x04074
+#define IXGBE_BPRC          0x04078
+#define IXGBE_MPRC          0x0407C
+#define IXGBE_GPTC          0x04080
+#define IXGBE_GORCL         0x04088
+#define IXGBE_GOTCL         0x04090
+#define IXGBE_RUC           0x040A4
+#define IXGBE_ROC           0x040AC
+#define IXGBE_TORL          0x040C0
+#define IXGBE_TPR           0x040D0
+#define IXGBE_TPT           0x040D4
+#define IXGBE_PTC64         0x040D8
+#define IXGBE_MPTC          0x040F0
+#define IXGBE_BPTC          0x040F4
+#define IXGBE_QPRC0         0x01030     /* 16, 0x40 apart */
+#define IXGBE_QBRC0         0x01034     /* 16 64-bit, 0x40 apart */
+#define IXGBE_QPRDC0        0x01430     /* 16, 0x40 apart */
+#define IXGBE_QPTC0         0x06030     /* 16, 0x40 apart */
+#define IXGBE_QBTC0         0x08700     /* 16 64-bit, 8 apart */
+
+/* Advanced transmit descriptor */
+#define IXGBE_TXD_DTALEN_MASK       0xFFFFu
+#define IXGBE_TXD_DTYP_MASK         (0xFu << 20)
+#define IXGBE_TXD_DTYP_CTXT         (0x2u << 20)
+#define IXGBE_TXD_DTYP_DATA         (0x3u << 20)
+#define IXGBE_TXD_CMD_EOP           (1u << 24)
+#define IXGBE_TXD_CMD_IFCS          (1u << 25)
+#define IXGBE_TXD_CMD_RS            (1u << 27)
+#define IXGBE_TXD_CMD_DEXT          (1u << 29)
+#define IXGBE_TXD_CMD_VLE           (1u << 30)
+#define IXGBE_TXD_CMD_TSE           (1u << 31)
+#define IXGBE_TXD_STA_DD            (1u << 0)
+#define IXGBE_TXD_IDX_SHIFT         4
+#define IXGBE_TXD_POPTS_IXSM        (1u << 8)
+#define IXGBE_TXD_POPTS_TXSM        (1u << 9)
+#define IXGBE_TXCTX_VLAN_SHIFT      16
+#define IXGBE_TXCTX_L4T_MASK        (3u << 11)
+#define IXGBE_TXCTX_L4T_SCTP        (2u << 11)
+#define IXGBE_TXCTX_MSS_SHIFT       16
+/* Legacy transmit descriptor: cmd byte at bits 31:24 of the second dword */
+#define IXGBE_LTXD_CSO_SHIFT        16
+#define IXGBE_LTXD_CSS_SHIFT        8
+#define IXGBE_LTXD_STA_DD           (1u << 0)
+
+/* Advanced receive descriptor write-back */
+#define IXGBE_RXD_STAT_DD           (1u << 0)
+#define IXGBE_RXD_STAT_EOP          (1u << 1)
+#define IXGBE_RXD_STAT_VP           (1u << 3)
+#define IXGBE_RXD_STAT_UDPCS        (1u << 4)
+#define IXGBE_RXD_STAT_L4CS         (1u << 5)
+#define IXGBE_RXD_STAT_IPCS         (1u << 6)
+#define IXGBE_RXD_ERR_TCPE          (1u << 30)
+#define IXGBE_RXD_ERR_IPE           (1u << 31)
+#define IXGBE_RXD_PKTTYPE_SHIFT     4
+#define IXGBE_RXD_PKTTYPE_IPV4      (1u << 0)
+#define IXGBE_RXD_PKTTYPE_IPV6      (1u << 2)
+#define IXGBE_RXD_PKTTYPE_TCP       (1u << 4)
+#define IXGBE_RXD_PKTTYPE_UDP       (1u << 5)
+#define IXGBE_RXD_PKTTYPE_SCTP      (1u << 6)
+
+/* RSS type reported in the receive descriptor */
+enum {
+    IXGBE_RSSTYPE_NONE = 0,
+    IXGBE_RSSTYPE_IPV4_TCP = 1,
+    IXGBE_RSSTYPE_IPV4 = 2,
+    IXGBE_RSSTYPE_IPV6_TCP = 3,
+    IXGBE_RSSTYPE_IPV6 = 5,
+    IXGBE_RSSTYPE_IPV4_UDP = 7,
+    IXGBE_RSSTYPE_IPV6_UDP = 8,
+};
+
+/* EEPROM words the drivers read */
+#define IXGBE_EEPROM_CHECKSUM_WORD  0x3F
+#define IXGBE_EEPROM_SUM            0xBABA
+#define IXGBE_EEPROM_PTR_FIRST      0x03
+#define IXGBE_EEPROM_PTR_LAST       0x0E
+#define IXGBE_EEPROM_FW_PTR         0x0F
+#define IXGBE_EEPROM_PBA0           0x15
+#define IXGBE_EEPROM_PBA1           0x16
+#define IXGBE_EEPROM_SAN_MAC_PTR    0x28
+#define IXGBE_EEPROM_ALT_MAC_PTR    0x27
+#define IXGBE_EEPROM_DEVICE_CAPS    0x2C
+#define IXGBE_EEPROM_ETRACK_L       0x2D
+#define IXGBE_EEPROM_ETRACK_H       0x2E
+
+#endif
