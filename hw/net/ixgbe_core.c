@@ -81,16 +81,6 @@ static int ixgbe_other_vector(IxgbeCore *core)
     return (ent & IXGBE_IVAR_VALID) ? (int)(ent & IXGBE_IVAR_VECTOR_MASK) : -1;
 }
 
-/* Causes a vector would signal right now, in MSI-X mode */
-static bool ixgbe_vector_pending(IxgbeCore *core, unsigned v)
-{
-    if (core->vec_cause & core->vec_mask & BIT_ULL(v)) {
-        return true;
-    }
-    return ixgbe_other_vector(core) == (int)v &&
-           (core->oth_cause & core->oth_mask & IXGBE_EICR_MISC_CAUSES);
-}
-
 static bool ixgbe_legacy_pending(IxgbeCore *core)
 {
     uint32_t mask = (uint32_t)(core->vec_mask & IXGBE_EICR_RTX_QUEUE) |
@@ -672,9 +662,9 @@ static const IxgbeRegDesc ixgbe_reg_table[] = {
         ixgbe_write_rdt),
     REG("RDT", RQH(IXGBE_RXQ_RDT), 64, 0x40, 0, 0xFFFF, 0, NULL,
         ixgbe_write_rdt),
-    REG("RXDCTL", RQ(IXGBE_RXQ_RXDCTL), 64, 0x40, 0, 0x06007F7F, 0, NULL,
+    REG("RXDCTL", RQ(IXGBE_RXQ_RXDCTL), 64, 0x40, 0, 0x46007F7F, 0, NULL,
         ixgbe_write_rx_enable),
-    REG("RXDCTL", RQH(IXGBE_RXQ_RXDCTL), 64, 0x40, 0, 0x06007F7F, 0, NULL,
+    REG("RXDCTL", RQH(IXGBE_RXQ_RXDCTL), 64, 0x40, 0, 0x46007F7F, 0, NULL,
         ixgbe_write_rx_enable),
     PLAIN("RQSMR", IXGBE_RQSMR0, 32, 4, 0, 0x0F0F0F0F),
     REG("RDRXCTL", IXGBE_RDRXCTL, 1, 4, 0x00000880, ALL, 0,
@@ -684,7 +674,7 @@ static const IxgbeRegDesc ixgbe_reg_table[] = {
     PLAIN("RXPBSIZE", IXGBE_RXPBSIZE0, 8, 4, 0x00080000, 0x000FFC00),
     PLAIN("RXCSUM", IXGBE_RXCSUM, 1, 4, 0, 0x3000),
     PLAIN("RFCTL", IXGBE_RFCTL, 1, 4, 0, ALL),
-    PLAIN("FCTRL", IXGBE_FCTRL, 1, 4, 0, 0x0700),
+    PLAIN("FCTRL", IXGBE_FCTRL, 1, 4, 0, 0x0702),
     PLAIN("VLNCTRL", IXGBE_VLNCTRL, 1, 4, 0x8100, ALL),
     PLAIN("MCSTCTRL", IXGBE_MCSTCTRL, 1, 4, 0, 0x7),
     PLAIN("MTA", IXGBE_MTA0, 128, 4, 0, ALL),

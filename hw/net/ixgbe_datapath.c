@@ -36,7 +36,7 @@
 #define IXGBE_STD_FRAME         1518
 #define IXGBE_RX_BUF_DEFAULT    2048
 
-static inline uint32_t *R(IxgbeCore *core, hwaddr addr)
+static inline uint32_t *reg(IxgbeCore *core, hwaddr addr)
 {
     return ixgbe_reg(core, addr);
 }
@@ -44,17 +44,17 @@ static inline uint32_t *R(IxgbeCore *core, hwaddr addr)
 /* Add to a 64-bit counter kept as low/high register pair */
 static void ixgbe_stat64_add(IxgbeCore *core, hwaddr lo, uint64_t n)
 {
-    uint64_t v = *R(core, lo) | ((uint64_t)*R(core, lo + 4) << 32);
+    uint64_t v = *reg(core, lo) | ((uint64_t)*reg(core, lo + 4) << 32);
 
     v += n;
-    *R(core, lo) = (uint32_t)v;
-    *R(core, lo + 4) = v >> 32;
+    *reg(core, lo) = (uint32_t)v;
+    *reg(core, lo + 4) = v >> 32;
 }
 
 static void ixgbe_stat_inc(IxgbeCore *core, hwaddr addr)
 {
-    if (*R(core, addr) != UINT32_MAX) {
-        (*R(core, addr))++;
+    if (*reg(core, addr) != UINT32_MAX) {
+        (*reg(core, addr))++;
     }
 }
 
@@ -73,12 +73,12 @@ static void ixgbe_size_stat(IxgbeCore *core, hwaddr base, size_t len)
 static unsigned ixgbe_queue_stat_index(IxgbeCore *core, hwaddr map0,
                                        unsigned q)
 {
-    return (*R(core, map0 + (q / 4) * 4) >> ((q % 4) * 8)) & 0xF;
+    return (*reg(core, map0 + (q / 4) * 4) >> ((q % 4) * 8)) & 0xF;
 }
 
 static uint64_t ixgbe_ring_base(IxgbeCore *core, hwaddr bal)
 {
-    return ((uint64_t)*R(core, bal + 4) << 32) | *R(core, bal);
+    return ((uint64_t)*reg(core, bal + 4) << 32) | *reg(core, bal);
 }
 
 /* ------------------------------------------------------------------ */
@@ -124,7 +124,14 @@ static bool ixgbe_tx_offloads(IxgbeCore *core, IxgbeTxQueue *txq)
         /* Legacy descriptor: VLAN from the special field */
         if (cmd & IXGBE_TXD_CMD_VLE) {
             net_tx_pkt_setup_vlan_header_ex(txq->pkt, olinfo >> 16,
-                                            *R(core, IXGBE_VLNCTRL) & 0xFFFF);
+                                            *reg(core, IXGBE_VLNCTRL) & 0xFFFF);
+        }
+        /*
+         * IC asks for the checksum from CSS stored at CSO: the TCP/UDP
+         * checksum in practice, which the packet's own parse locates.
+         */
+        if (cmd & IXGBE_LTXD_CMD_IC) {
+            return net_tx_pkt_build_vheader(txq->pkt, false, true, 0);
         }
         return true;
     }
@@ -132,7 +139,7 @@ static bool ixgbe_tx_offloads(IxgbeCore *core, IxgbeTxQueue *txq)
         net_tx_pkt_setup_vlan_header_ex(txq->pkt,
                                         ctx->vlan_macip_lens >>
                                         IXGBE_TXCTX_VLAN_SHIFT,
-                                        *R(core, IXGBE_VLNCTRL) & 0xFFFF);
+                                        *reg(core, IXGBE_VLNCTRL) & 0xFFFF);
     }
     if (cmd & IXGBE_TXD_CMD_TSE) {
         uint32_t mss = ctx->mss_l4len_idx >> IXGBE_TXCTX_MSS_SHIFT;
@@ -172,7 +179,7 @@ static void ixgbe_tx_send(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq)
                       "frame dropped\n", q);
         return;
     }
-    if (*R(core, IXGBE_HLREG0) & IXGBE_HLREG0_LPBK) {
+    if (*reg(core, IXGBE_HLREG0) & IXGBE_HLREG0_LPBK) {
         sent = net_tx_pkt_send_custom(txq->pkt, false, ixgbe_tx_loopback,
                                       core);
     } else {
@@ -240,7 +247,7 @@ static bool ixgbe_tx_desc(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq,
 
 static unsigned ixgbe_tx_ring_size(IxgbeCore *core, unsigned q)
 {
-    return *R(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDLEN)) / IXGBE_DESC_SIZE;
+    return *reg(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDLEN)) / IXGBE_DESC_SIZE;
 }
 
 /* Mark one descriptor done (STA.DD sits in byte 12 in both formats) */
@@ -256,16 +263,16 @@ static void ixgbe_tx_set_dd(IxgbeCore *core, unsigned q, uint32_t idx)
 /* Head write-back replaces descriptor write-back when TDWBAL bit 0 is set */
 static bool ixgbe_tx_head_wb(IxgbeCore *core, unsigned q)
 {
-    uint32_t lo = *R(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDWBAL));
+    uint32_t lo = *reg(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDWBAL));
     uint32_t head;
     uint64_t addr;
 
     if (!(lo & IXGBE_TDWBAL_HEAD_WB_EN)) {
         return false;
     }
-    addr = ((uint64_t)*R(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDWBAH)) << 32) |
+    addr = ((uint64_t)*reg(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDWBAH)) << 32) |
            (lo & ~3u);
-    head = cpu_to_le32(*R(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDH)));
+    head = cpu_to_le32(*reg(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDH)));
     pci_dma_write(core->owner, addr, &head, sizeof(head));
     return true;
 }
@@ -292,17 +299,17 @@ void ixgbe_tx_kick(IxgbeCore *core, unsigned q)
 {
     IxgbeTxQueue *txq = &core->txq[q];
     uint8_t burst[IXGBE_TX_BURST * IXGBE_DESC_SIZE];
-    uint32_t txdctl = *R(core, ixgbe_txq_reg(q, IXGBE_TXQ_TXDCTL));
+    uint32_t txdctl = *reg(core, ixgbe_txq_reg(q, IXGBE_TXQ_TXDCTL));
     uint32_t wthresh = (txdctl >> IXGBE_TXDCTL_WTHRESH_SHIFT) &
                        IXGBE_TXDCTL_WTHRESH_MASK;
-    uint32_t *tdh = R(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDH));
-    uint32_t tdt = *R(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDT));
+    uint32_t *tdh = reg(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDH));
+    uint32_t tdt = *reg(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDT));
     uint64_t base = ixgbe_ring_base(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDBAL));
     unsigned n = ixgbe_tx_ring_size(core, q);
     uint32_t head = *tdh;
     bool done_any = false;
 
-    if (!(*R(core, IXGBE_DMATXCTL) & IXGBE_DMATXCTL_TE) ||
+    if (!(*reg(core, IXGBE_DMATXCTL) & IXGBE_DMATXCTL_TE) ||
         !(txdctl & IXGBE_TXDCTL_ENABLE) || head == tdt) {
         return;
     }
@@ -356,15 +363,15 @@ void ixgbe_tx_kick(IxgbeCore *core, unsigned q)
 
 static bool ixgbe_rx_accept(IxgbeCore *core, const uint8_t *buf)
 {
-    uint32_t fctrl = *R(core, IXGBE_FCTRL);
-    uint32_t vlnctrl = *R(core, IXGBE_VLNCTRL);
+    uint32_t fctrl = *reg(core, IXGBE_FCTRL);
+    uint32_t vlnctrl = *reg(core, IXGBE_VLNCTRL);
     const struct eth_header *eh = (const struct eth_header *)buf;
 
     if ((vlnctrl & IXGBE_VLNCTRL_VFE) &&
         be16_to_cpu(eh->h_proto) == (vlnctrl & 0xFFFF)) {
         uint16_t vid = lduw_be_p(buf + 14) & 0xFFF;
 
-        if (!(*R(core, IXGBE_VFTA0 + (vid >> 5) * 4) & BIT(vid & 0x1F))) {
+        if (!(*reg(core, IXGBE_VFTA0 + (vid >> 5) * 4) & BIT(vid & 0x1F))) {
             return false;
         }
     }
@@ -372,7 +379,7 @@ static bool ixgbe_rx_accept(IxgbeCore *core, const uint8_t *buf)
         return fctrl & IXGBE_FCTRL_BAM;
     }
     if (is_multicast_ether_addr(buf)) {
-        uint32_t mc = *R(core, IXGBE_MCSTCTRL);
+        uint32_t mc = *reg(core, IXGBE_MCSTCTRL);
         static const int shift[] = { 4, 3, 2, 0 };
         uint32_t hash;
 
@@ -384,14 +391,14 @@ static bool ixgbe_rx_accept(IxgbeCore *core, const uint8_t *buf)
         }
         hash = ((buf[4] >> shift[mc & IXGBE_MCSTCTRL_MO_MASK]) |
                 (buf[5] << (8 - shift[mc & IXGBE_MCSTCTRL_MO_MASK]))) & 0xFFF;
-        return *R(core, IXGBE_MTA0 + (hash >> 5) * 4) & BIT(hash & 0x1F);
+        return *reg(core, IXGBE_MTA0 + (hash >> 5) * 4) & BIT(hash & 0x1F);
     }
     if (fctrl & IXGBE_FCTRL_UPE) {
         return true;
     }
     for (unsigned i = 0; i < IXGBE_RAR_ENTRIES; i++) {
-        uint32_t ral = *R(core, IXGBE_RAL0 + i * 8);
-        uint32_t rah = *R(core, IXGBE_RAL0 + i * 8 + 4);
+        uint32_t ral = *reg(core, IXGBE_RAL0 + i * 8);
+        uint32_t rah = *reg(core, IXGBE_RAL0 + i * 8 + 4);
 
         if ((rah & IXGBE_RAH_AV) && ldl_le_p(buf) == ral &&
             lduw_le_p(buf + 4) == (rah & 0xFFFF)) {
@@ -413,7 +420,7 @@ typedef struct IxgbeRxInfo {
 static int ixgbe_rss_type(IxgbeCore *core, bool ip4, bool ip6,
                           EthL4HdrProto l4, NetRxPktRssType *type)
 {
-    uint32_t mrqc = *R(core, IXGBE_MRQC);
+    uint32_t mrqc = *reg(core, IXGBE_MRQC);
 
     if (ip4) {
         if (l4 == ETH_L4_HDR_PROTO_TCP && (mrqc & IXGBE_MRQC_TCPIPV4)) {
@@ -488,7 +495,7 @@ static void ixgbe_rx_classify(IxgbeCore *core, IxgbeRxInfo *info)
         }
     }
 
-    if ((*R(core, IXGBE_MRQC) & IXGBE_MRQC_MRQE_MASK) != IXGBE_MRQC_RSS) {
+    if ((*reg(core, IXGBE_MRQC) & IXGBE_MRQC_MRQE_MASK) != IXGBE_MRQC_RSS) {
         return;
     }
     info->rss_type = ixgbe_rss_type(core, ip4, ip6, l4, &type);
@@ -496,13 +503,13 @@ static void ixgbe_rx_classify(IxgbeCore *core, IxgbeRxInfo *info)
         return;
     }
     for (unsigned i = 0; i < IXGBE_RSS_KEY_SIZE; i++) {
-        key[i] = *R(core, IXGBE_RSSRK0 + (i & ~3u)) >> ((i & 3) * 8);
+        key[i] = *reg(core, IXGBE_RSSRK0 + (i & ~3u)) >> ((i & 3) * 8);
     }
     info->hash = net_rx_pkt_calc_rss_hash(pkt, type, key);
     {
         unsigned idx = info->hash & (IXGBE_RETA_ENTRIES - 1);
 
-        info->queue = (*R(core, IXGBE_RETA0 + (idx & ~3u)) >>
+        info->queue = (*reg(core, IXGBE_RETA0 + (idx & ~3u)) >>
                        ((idx & 3) * 8)) & 0xF;
     }
 }
@@ -544,7 +551,7 @@ static void ixgbe_rx_drop(IxgbeCore *core, unsigned q)
 
 bool ixgbe_rx_can_receive(IxgbeCore *core)
 {
-    return (*R(core, IXGBE_RXCTRL) & IXGBE_RXCTRL_RXEN) &&
+    return (*reg(core, IXGBE_RXCTRL) & IXGBE_RXCTRL_RXEN) &&
            (core->owner->config[PCI_COMMAND] & PCI_COMMAND_MASTER);
 }
 
@@ -554,12 +561,13 @@ bool ixgbe_rx_can_receive(IxgbeCore *core)
  */
 static bool ixgbe_rx_to_ring(IxgbeCore *core, unsigned q, const uint8_t *buf,
                              size_t len, const IxgbeRxInfo *info,
-                             uint16_t vlan_tag, bool has_vlan)
+                             uint16_t vlan_tag, bool stripped)
 {
-    uint32_t srrctl = *R(core, ixgbe_rxq_reg(q, IXGBE_RXQ_SRRCTL));
-    uint32_t *rdh = R(core, ixgbe_rxq_reg(q, IXGBE_RXQ_RDH));
-    uint32_t rdt = *R(core, ixgbe_rxq_reg(q, IXGBE_RXQ_RDT));
-    unsigned n = *R(core, ixgbe_rxq_reg(q, IXGBE_RXQ_RDLEN)) / IXGBE_DESC_SIZE;
+    uint32_t srrctl = *reg(core, ixgbe_rxq_reg(q, IXGBE_RXQ_SRRCTL));
+    uint32_t *rdh = reg(core, ixgbe_rxq_reg(q, IXGBE_RXQ_RDH));
+    uint32_t rdt = *reg(core, ixgbe_rxq_reg(q, IXGBE_RXQ_RDT));
+    unsigned n = *reg(core, ixgbe_rxq_reg(q, IXGBE_RXQ_RDLEN)) /
+                 IXGBE_DESC_SIZE;
     uint64_t base = ixgbe_ring_base(core, ixgbe_rxq_reg(q, IXGBE_RXQ_RDBAL));
     unsigned bufsz = ixgbe_rx_buf_size(srrctl);
     bool legacy = ((srrctl >> IXGBE_SRRCTL_DESCTYPE_SHIFT) &
@@ -609,7 +617,7 @@ static bool ixgbe_rx_to_ring(IxgbeCore *core, unsigned q, const uint8_t *buf,
         pci_dma_write(core->owner, ldq_le_p(desc), buf + off, chunk);
         if (eop) {
             status |= info->status;
-            if (has_vlan) {
+            if (stripped) {
                 status |= IXGBE_RXD_STAT_VP;
             }
         }
@@ -640,15 +648,16 @@ ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
                          int iovcnt, bool loopback)
 {
     size_t size = iov_size(iov, iovcnt);
-    uint32_t hlreg0 = *R(core, IXGBE_HLREG0);
+    uint32_t hlreg0 = *reg(core, IXGBE_HLREG0);
     size_t max_frame, len;
     g_autofree uint8_t *buf = NULL;
     IxgbeRxInfo info;
     bool has_vlan;
     uint16_t vlan_tag = 0;
+    uint32_t rxdctl;
     unsigned q;
 
-    if (!(*R(core, IXGBE_RXCTRL) & IXGBE_RXCTRL_RXEN)) {
+    if (!(*reg(core, IXGBE_RXCTRL) & IXGBE_RXCTRL_RXEN)) {
         return size;
     }
     if (!loopback && (hlreg0 & IXGBE_HLREG0_LPBK)) {
@@ -661,12 +670,12 @@ ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
     buf = g_malloc0(len + 4);
     iov_to_buf(iov, iovcnt, 0, buf, size);
 
-    has_vlan = lduw_be_p(buf + 12) == (*R(core, IXGBE_VLNCTRL) & 0xFFFF);
+    has_vlan = lduw_be_p(buf + 12) == (*reg(core, IXGBE_VLNCTRL) & 0xFFFF);
     if (has_vlan) {
         vlan_tag = lduw_be_p(buf + 14);
     }
     max_frame = (hlreg0 & IXGBE_HLREG0_JUMBOEN) ?
-                *R(core, IXGBE_MAXFRS) >> IXGBE_MAXFRS_MFS_SHIFT :
+                *reg(core, IXGBE_MAXFRS) >> IXGBE_MAXFRS_MFS_SHIFT :
                 IXGBE_STD_FRAME;
     if (len + 4 > max_frame + (has_vlan ? 4 : 0)) {
         ixgbe_stat_inc(core, IXGBE_ROC);
@@ -687,10 +696,19 @@ ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
     }
     ixgbe_rx_classify(core, &info);
     q = info.queue;
+    rxdctl = *reg(core, ixgbe_rxq_reg(q, IXGBE_RXQ_RXDCTL));
 
-    if (!(*R(core, ixgbe_rxq_reg(q, IXGBE_RXQ_RXDCTL)) & IXGBE_RXDCTL_ENABLE)) {
+    if (!(rxdctl & IXGBE_RXDCTL_ENABLE)) {
         ixgbe_rx_drop(core, q);
         return size;
+    }
+    /* VLAN stripping per queue: the tag moves into the descriptor */
+    if (has_vlan && (rxdctl & IXGBE_RXDCTL_VME)) {
+        memmove(buf + 12, buf + 16, len - 16);
+        len -= 4;
+    } else {
+        has_vlan = false;
+        vlan_tag = 0;
     }
     if (!(hlreg0 & IXGBE_HLREG0_RXCRCSTRP)) {
         stl_le_p(buf + len, crc32(0, buf, len));

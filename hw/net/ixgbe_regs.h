@@ -187,6 +187,7 @@
 #define IXGBE_SECRXSTAT     0x08D04
 
 #define IXGBE_RXDCTL_ENABLE         (1u << 25)
+#define IXGBE_RXDCTL_VME            (1u << 30)
 #define IXGBE_SRRCTL_BSIZEPKT_MASK  0x1Fu
 #define IXGBE_SRRCTL_DESCTYPE_SHIFT 25
 #define IXGBE_SRRCTL_DESCTYPE_MASK  7u
@@ -288,9 +289,7 @@
 #define IXGBE_TXCTX_L4T_SCTP        (2u << 11)
 #define IXGBE_TXCTX_MSS_SHIFT       16
 /* Legacy transmit descriptor: cmd byte at bits 31:24 of the second dword */
-#define IXGBE_LTXD_CSO_SHIFT        16
-#define IXGBE_LTXD_CSS_SHIFT        8
-#define IXGBE_LTXD_STA_DD           (1u << 0)
+#define IXGBE_LTXD_CMD_IC           (1u << 26)
 
 /* Advanced receive descriptor write-back */
 #define IXGBE_RXD_STAT_DD           (1u << 0)
