@@ -1,0 +1,228 @@
+"""Command line: nettune discover | plan | apply | verify | revert."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Callable, List, Optional, TextIO
+
+from . import __version__
+from .apply import Host, apply, revert, verify
+from .discover import Facts, default_interfaces, discover, format_facts, list_interfaces
+from .errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, NettuneError, UsageError
+from .ethtool import RealEthtool, RecordedEthtool, dump_json
+from .plan import format_plan, make_plan, select_interfaces, sysctl_names
+from .profiles import CATEGORIES, IRQBALANCE_POLICIES, PROFILES, Config, load_config
+from .services import RealServices, RecordedServices
+from .state import StateStore
+from .sysfs import Root
+
+DEFAULT_CONFIG = "/etc/nettune.conf"
+
+
+class NothingToDo(Exception):
+    pass
+TREE_ETHTOOL = "/ethtool.json"
+TREE_SERVICES = "/services.json"
+
+
+def _globals(p: argparse.ArgumentParser, suppress: bool) -> None:
+    d = argparse.SUPPRESS if suppress else None
+    p.add_argument("--root", metavar="DIR", default=d,
+                   help="work on a copy of /sys and /proc under DIR (ethtool and service actions are "
+                        "recorded in DIR/ethtool.json and DIR/services.json, not run)")
+    p.add_argument("--config", metavar="FILE", default=d,
+                   help=f"profile and overrides, INI or JSON (default {DEFAULT_CONFIG} when it exists)")
+    p.add_argument("--state", metavar="FILE", default=d,
+                   help="state file (default /var/lib/nettune/state.json under the root)")
+
+
+def _plan_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-p", "--profile", choices=sorted(PROFILES), help="tuning profile (default throughput)")
+    p.add_argument("-i", "--interface", action="append", metavar="IF",
+                   help="interface to tune (repeat or comma-separate; default: every NIC with a device)")
+    p.add_argument("--cpus", metavar="LIST", help="CPUs the queues may use, e.g. 2-7 (default: the NIC's "
+                                                  "NUMA node without housekeeping and isolated CPUs)")
+    p.add_argument("--housekeeping", metavar="LIST", help="CPUs kept free of queue IRQs, or 'none' "
+                                                          "(default: CPU 0 when there are more than 2)")
+    p.add_argument("--irqbalance", choices=IRQBALANCE_POLICIES, help="stop it, ban the tuned IRQs, or ignore it")
+    p.add_argument("--channels", metavar="N|auto|keep", help="queue count (default auto: one per usable CPU)")
+    p.add_argument("--skip", action="append", metavar="CATEGORY",
+                   help=f"leave a category alone: {', '.join(CATEGORIES)}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nettune", description="Plan, apply, verify and revert multiqueue NIC tuning.",
+        epilog="Exit status: 0 ok, 1 drift found or change failed (rolled back), 2 bad input, "
+               "3 missing privilege.")
+    parser.add_argument("--version", action="version", version=f"nettune {__version__}")
+    _globals(parser, suppress=False)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    p = sub.add_parser("discover", help="show interfaces, queues, IRQs, CPUs, NUMA, irqbalance, CPU flags")
+    _globals(p, True)
+    p.add_argument("-i", "--interface", action="append", metavar="IF", help="only these interfaces")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p = sub.add_parser("plan", help="print what apply would set, and why")
+    _globals(p, True)
+    _plan_options(p)
+    p.add_argument("--json", action="store_true", help="machine-readable, stable output")
+    p = sub.add_parser("apply", help="carry the plan out, recording previous values")
+    _globals(p, True)
+    _plan_options(p)
+    p.add_argument("-n", "--dry-run", action="store_true", help="print the changes, make none")
+    p.add_argument("--missing-ok", action="store_true",
+                   help="skip configured interfaces that do not exist (yet): for the boot and hot-plug units")
+    p = sub.add_parser("verify", help="compare the live system with the plan; exit 1 on drift")
+    _globals(p, True)
+    _plan_options(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p = sub.add_parser("revert", help="restore the recorded previous values")
+    _globals(p, True)
+    p.add_argument("-n", "--dry-run", action="store_true", help="print what would be restored")
+    return parser
+
+
+def _split(values: Optional[List[str]]) -> List[str]:
+    out: List[str] = []
+    for v in values or []:
+        out += [w for w in v.replace(",", " ").split() if w]
+    return out
+
+
+def make_config(args: argparse.Namespace, root: Root) -> Config:
+    path = getattr(args, "config", None)
+    if path:
+        cfg = load_config(path)
+    elif os.path.isfile(root.host_path(DEFAULT_CONFIG)):
+        cfg = load_config(root.host_path(DEFAULT_CONFIG))
+    else:
+        cfg = Config()
+    if getattr(args, "profile", None):
+        cfg.profile = args.profile
+    ifs = _split(getattr(args, "interface", None))
+    if ifs:
+        cfg.interfaces = ifs
+    for name in ("cpus", "housekeeping", "irqbalance"):
+        val = getattr(args, name, None)
+        if val:
+            setattr(cfg, name, val)
+    channels = getattr(args, "channels", None)
+    if channels:
+        if channels not in ("auto", "keep") and not (channels.isdigit() and int(channels) > 0):
+            raise UsageError(f"--channels must be a positive number, auto or keep, not {channels!r}")
+        cfg.channels = channels
+    skip = _split(getattr(args, "skip", None))
+    bad = [s for s in skip if s not in CATEGORIES]
+    if bad:
+        raise UsageError(f"--skip: unknown category {', '.join(bad)} (choose from {', '.join(CATEGORIES)})")
+    cfg.skip = sorted(set(cfg.skip) | set(skip))
+    return cfg
+
+
+def build_host(root_dir: Optional[str]) -> Host:
+    if root_dir is None:
+        root = Root("/")
+        return Host(root=root, ethtool=RealEthtool(), services=RealServices(root))
+    if not os.path.isdir(root_dir):
+        raise UsageError(f"--root {root_dir}: no such directory")
+    root = Root(root_dir)
+    if not root.isdir("/sys/class/net"):
+        raise UsageError(f"--root {root_dir}: no sys/class/net in it (make a tree with nettune.record)")
+    eth_path = root.host_path(TREE_ETHTOOL)
+    eth = RecordedEthtool(eth_path) if os.path.exists(eth_path) else None
+    return Host(root=root, ethtool=eth, services=RecordedServices(root.host_path(TREE_SERVICES)))
+
+
+def _discover_fn(host: Host, cfg: Config, missing_ok: bool = False, out: Optional[TextIO] = None) -> Callable[[], Facts]:
+    def run() -> Facts:
+        ifs = cfg.interfaces if cfg.interfaces else default_interfaces(host.root)
+        known = list_interfaces(host.root)
+        unknown = [i for i in ifs if i not in known]
+        if unknown and missing_ok and cfg.interfaces:
+            if out is not None:
+                out.write(f"note: configured interface {', '.join(unknown)} not present; skipped\n")
+            ifs = [i for i in ifs if i in known]
+            cfg.interfaces = ifs
+            if not ifs:
+                raise NothingToDo("none of the configured interfaces is present")
+            unknown = []
+        if unknown:
+            raise UsageError(f"unknown interface {', '.join(unknown)} (this machine has: "
+                             f"{', '.join(known) or 'none'})")
+        return discover(host.root, host.ethtool, host.services, interfaces=ifs,
+                        sysctls=sysctl_names(cfg, ifs))
+    return run
+
+
+def run(argv: Optional[List[str]] = None, out: TextIO = sys.stdout) -> int:
+    args = build_parser().parse_args(argv)
+    host = build_host(getattr(args, "root", None))
+    store = StateStore(host.root, getattr(args, "state", None))
+    cmd = args.command
+    if cmd == "revert":
+        return revert(host, store, out, dry_run=args.dry_run)
+    cfg = make_config(args, host.root)
+    discover_fn = _discover_fn(host, cfg, getattr(args, "missing_ok", False), out)
+    if cmd == "discover":
+        facts = discover_fn()
+        if args.json:
+            out.write(dump_json(facts.to_json()))
+        else:
+            out.write(format_facts(facts, cfg.interfaces))
+        return EXIT_OK
+    if cmd == "apply":
+        try:
+            return apply(host, cfg, store, discover_fn, out, dry_run=args.dry_run)
+        except NothingToDo as e:
+            out.write(f"nothing to do: {e}\n")
+            return EXIT_OK
+    facts = discover_fn()
+    select_interfaces(facts, cfg)
+    plan = make_plan(facts, cfg)
+    if cmd == "plan":
+        out.write(dump_json(plan.to_json()) if args.json else format_plan(plan))
+        return EXIT_OK
+    if cmd == "verify":
+        state = store.load()
+        unsupported = list((state or {}).get("unsupported", []))
+        drift, checked = verify(host, plan, unsupported)
+        if args.json:
+            out.write(dump_json({"ok": not drift, "checked": checked, "drift": drift, "profile": plan.profile,
+                                 "unsupported": unsupported}))
+        else:
+            for d in drift:
+                who = f"{d['iface']} " if d["iface"] else ""
+                out.write(f"DRIFT {who}{d['label']}: want {d['want']}, have {d['have']}   ({d['target']})\n")
+            if drift:
+                out.write(f"verify: {len(drift)} of {checked} settings differ from the plan "
+                          f"(profile {plan.profile})\n")
+            else:
+                out.write(f"verify: all {checked} settings as planned (profile {plan.profile})"
+                          + (f"; {len(unsupported)} the driver refused not checked" if unsupported else "") + "\n")
+        return EXIT_FAILED if drift else EXIT_OK
+    raise UsageError(f"unknown command {cmd}")
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    try:
+        return run(argv)
+    except NettuneError as e:
+        sys.stdout.flush()
+        sys.stderr.write(f"nettune: error: {e}\n")
+        return e.exit_code
+    except OSError as e:
+        sys.stdout.flush()
+        where = f" ({e.filename})" if e.filename else ""
+        sys.stderr.write(f"nettune: error: {e.strerror or e}{where}\n")
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        sys.stderr.write("nettune: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return EXIT_FAILED
+
+
+__all__ = ["main", "run", "EXIT_USAGE"]
