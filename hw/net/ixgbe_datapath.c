@@ -227,8 +227,15 @@ static bool ixgbe_tx_desc(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq,
         txq->first_cmd = cmd;
         txq->first_olinfo = olinfo;
     }
+    /*
+     * Mapping an address with nothing behind it would succeed through a
+     * bounce buffer reading zeros: check that the buffer is backed first.
+     */
     if (len && !txq->drop &&
-        !net_tx_pkt_add_raw_fragment_pci(txq->pkt, core->owner, addr, len)) {
+        (!dma_memory_valid(pci_get_address_space(core->owner), addr, len,
+                           DMA_DIRECTION_TO_DEVICE, MEMTXATTRS_UNSPECIFIED) ||
+         !net_tx_pkt_add_raw_fragment_pci(txq->pkt, core->owner, addr,
+                                          len))) {
         qemu_log_mask(LOG_GUEST_ERROR,
                       "ixgbe: txq %u: buffer 0x%" PRIx64 "+%u not mapped or "
                       "too many fragments, frame dropped\n", q, addr, len);

@@ -1,0 +1,1426 @@
+/*
+ * QTest testcase for the Intel 82599 (ixgbe) 10 GbE controller model
+ *
+ * Each test starts a q35 machine with one "-device ixgbe" whose netdev is
+ * a socket backend; the test holds the other end of the socket, so it can
+ * read the frames the device transmits and inject frames for it to
+ * receive.  Descriptor rings and buffers live in guest memory; the test
+ * plays the role of the driver through BAR0.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include <poll.h>
+#include "libqtest.h"
+#include "libqos/libqos-pc.h"
+#include "libqos/libqos-malloc.h"
+#include "libqos/pci.h"
+#include "qobject/qdict.h"
+#include "net/eth.h"
+#include "qemu/bitops.h"
+#include "qemu/bswap.h"
+#include "qemu/cutils.h"
+#include "qemu/timer.h"
+#include "qemu/units.h"
+#include "hw/pci/pci_ids.h"
+#include "hw/pci/pci_regs.h"
+#include "hw/net/ixgbe_regs.h"
+
+#define IXGBE_TEST_SLOT         4
+#define IXGBE_TEST_MAC          "52:54:00:12:34:56"
+/* RAL0/RAH0 as the MAC above reads in them (byte 0 in bits 7:0) */
+#define IXGBE_TEST_RAL          0x12005452u
+#define IXGBE_TEST_RAH          0x5634u
+
+#define DESC_SIZE               16
+#define RX_BUF_SIZE             1024        /* SRRCTL.BSIZEPKT = 1 KiB */
+#define SRRCTL_DESCTYPE_ADV_ONEBUF (1u << IXGBE_SRRCTL_DESCTYPE_SHIFT)
+#define TXD_PAYLEN_SHIFT        14
+#define GPIE_PBA_SUPPORT        (1u << 31)
+
+/* How long to wait for the device to act on a frame written to the socket */
+#define WAIT_US                 (5 * G_USEC_PER_SEC)
+/* How long to wait for a frame that must not come */
+#define SILENCE_MS              100
+
+static const uint8_t test_mac[ETH_ALEN] = {
+    0x52, 0x54, 0x00, 0x12, 0x34, 0x56
+};
+static const uint8_t peer_mac[ETH_ALEN] = {
+    0x52, 0x54, 0x00, 0xaa, 0xbb, 0xcc
+};
+static const uint8_t other_mac[ETH_ALEN] = {
+    0x52, 0x54, 0x00, 0x99, 0x88, 0x77
+};
+static const uint8_t bcast_mac[ETH_ALEN] = {
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff
+};
+
+typedef struct IxgbeTest {
+    QOSState *qs;
+    QTestState *qts;
+    QPCIDevice *dev;
+    QPCIBar bar0;
+    uint64_t bar0_size;
+    int sock;               /* the test's end of the socket netdev */
+} IxgbeTest;
+
+typedef struct RxRing {
+    unsigned queue;
+    unsigned ndesc;
+    uint64_t ring;
+    uint64_t bufs;          /* ndesc buffers of RX_BUF_SIZE, in order */
+    unsigned next;          /* next descriptor the device will complete */
+} RxRing;
+
+/* ------------------------------------------------------------------ */
+/* Machine, registers, socket backend                                  */
+/* ------------------------------------------------------------------ */
+
+static void ixgbe_test_start(IxgbeTest *t)
+{
+    int sv[2];
+
+    memset(t, 0, sizeof(*t));
+    g_assert_cmpint(socketpair(PF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
+    t->qs = qtest_pc_boot("-M q35 -nodefaults "
+                          "-netdev socket,fd=%d,id=net0 "
+                          "-device ixgbe,netdev=net0,mac=" IXGBE_TEST_MAC
+                          ",romfile=,addr=%d",
+                          sv[1], IXGBE_TEST_SLOT);
+    close(sv[1]);
+    t->sock = sv[0];
+    t->qts = t->qs->qts;
+    t->dev = qpci_device_find(t->qs->pcibus, QPCI_DEVFN(IXGBE_TEST_SLOT, 0));
+    g_assert(t->dev);
+    t->bar0 = qpci_iomap(t->dev, 0, &t->bar0_size);
+    qpci_device_enable(t->dev);
+}
+
+static void ixgbe_test_stop(IxgbeTest *t)
+{
+    if (t->dev->msix_enabled) {
+        qpci_msix_disable(t->dev);
+    }
+    g_free(t->dev);
+    qtest_shutdown(t->qs);
+    close(t->sock);
+}
+
+static uint32_t rd(IxgbeTest *t, uint32_t reg)
+{
+    return qpci_io_readl(t->dev, t->bar0, reg);
+}
+
+static void wr(IxgbeTest *t, uint32_t reg, uint32_t val)
+{
+    qpci_io_writel(t->dev, t->bar0, reg, val);
+}
+
+static uint32_t rxq(unsigned q, uint32_t reg)
+{
+    g_assert(q < 64);
+    return IXGBE_RXQ_LO + q * IXGBE_RXQ_STRIDE + reg;
+}
+
+static uint32_t txq(unsigned q, uint32_t reg)
+{
+    return IXGBE_TXQ_BASE + q * IXGBE_TXQ_STRIDE + reg;
+}
+
+static uint32_t eitr(unsigned vector)
+{
+    g_assert(vector < 24);
+    return IXGBE_EITR_LO + vector * 4;
+}
+
+/* Send one frame to the device (the socket netdev prefixes its length) */
+static void backend_send(IxgbeTest *t, const uint8_t *frame, size_t len)
+{
+    uint32_t be_len = htonl(len);
+    struct iovec iov[] = {
+        { .iov_base = &be_len, .iov_len = sizeof(be_len) },
+        { .iov_base = (void *)frame, .iov_len = len },
+    };
+    struct msghdr msg = { .msg_iov = iov, .msg_iovlen = ARRAY_SIZE(iov) };
+
+    g_assert_cmpint(sendmsg(t->sock, &msg, 0), ==, sizeof(be_len) + len);
+}
+
+static bool backend_readable(IxgbeTest *t, int timeout_ms)
+{
+    struct pollfd pfd = { .fd = t->sock, .events = POLLIN };
+
+    return poll(&pfd, 1, timeout_ms) == 1 && (pfd.revents & POLLIN);
+}
+
+/*
+ * Receive one frame the device transmitted.  Returns its length, or -1 if
+ * none arrives within timeout_ms.
+ */
+static int backend_recv(IxgbeTest *t, uint8_t *buf, size_t size,
+                        int timeout_ms)
+{
+    uint32_t be_len;
+    size_t len;
+
+    if (!backend_readable(t, timeout_ms)) {
+        return -1;
+    }
+    g_assert_cmpint(recv(t->sock, &be_len, sizeof(be_len), MSG_WAITALL), ==,
+                    sizeof(be_len));
+    len = ntohl(be_len);
+    g_assert_cmpuint(len, <=, size);
+    g_assert_cmpint(recv(t->sock, buf, len, MSG_WAITALL), ==, len);
+    return len;
+}
+
+/*
+ * Nothing was transmitted.  The device sends during the tail write, so a
+ * frame it sent would already be waiting in the socket.
+ */
+static void backend_assert_silent(IxgbeTest *t)
+{
+    uint8_t buf[64 * KiB];
+    int len = backend_recv(t, buf, sizeof(buf), SILENCE_MS);
+
+    if (len >= 0) {
+        GString *hex = qemu_hexdump_line(NULL, buf, MIN(len, 32), 1, 0);
+
+        g_test_message("unexpected frame of %d bytes: %s...", len, hex->str);
+        g_string_free(hex, true);
+    }
+    g_assert_cmpint(len, ==, -1);
+}
+
+/* An Ethernet frame with a recognisable payload */
+static size_t build_frame(uint8_t *buf, const uint8_t *dst, size_t len,
+                          uint8_t seed)
+{
+    g_assert_cmpuint(len, >=, 60);
+    memcpy(buf, dst, ETH_ALEN);
+    memcpy(buf + 6, peer_mac, ETH_ALEN);
+    stw_be_p(buf + 12, 0x88b5);            /* local experimental type */
+    for (size_t i = 14; i < len; i++) {
+        buf[i] = seed + i * 7;
+    }
+    return len;
+}
+
+static uint16_t ip_checksum(const uint8_t *p, size_t len)
+{
+    uint32_t sum = 0;
+
+    for (size_t i = 0; i + 1 < len; i += 2) {
+        sum += lduw_be_p(p + i);
+    }
+    while (sum >> 16) {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    return ~sum;
+}
+
+/* A 60-byte IPv4 frame to the device, UDP (proto 17) or TCP (proto 6) */
+static size_t build_ipv4_frame(uint8_t *buf, uint8_t proto,
+                               const uint8_t *sip, const uint8_t *dip,
+                               uint16_t sport, uint16_t dport)
+{
+    uint8_t *ip = buf + 14, *l4 = ip + 20;
+    size_t len = 60;
+
+    memset(buf, 0, len);
+    memcpy(buf, test_mac, ETH_ALEN);
+    memcpy(buf + 6, peer_mac, ETH_ALEN);
+    stw_be_p(buf + 12, 0x0800);
+    ip[0] = 0x45;
+    stw_be_p(ip + 2, len - 14);
+    ip[8] = 64;
+    ip[9] = proto;
+    memcpy(ip + 12, sip, 4);
+    memcpy(ip + 16, dip, 4);
+    stw_be_p(ip + 10, ip_checksum(ip, 20));
+    stw_be_p(l4, sport);
+    stw_be_p(l4 + 2, dport);
+    if (proto == 17) {
+        stw_be_p(l4 + 4, len - 14 - 20);   /* checksum 0: none */
+    } else {
+        l4[12] = 5 << 4;                   /* 20-byte header, 6 data */
+    }
+    return len;
+}
+
+/* ------------------------------------------------------------------ */
+/* Rings                                                               */
+/* ------------------------------------------------------------------ */
+
+static uint64_t tx_ring_setup(IxgbeTest *t, unsigned q, unsigned ndesc,
+                              unsigned wthresh)
+{
+    uint64_t ring = guest_alloc(&t->qs->alloc, ndesc * DESC_SIZE);
+
+    qtest_memset(t->qts, ring, 0, ndesc * DESC_SIZE);
+    wr(t, txq(q, IXGBE_TXQ_TDBAL), (uint32_t)ring);
+    wr(t, txq(q, IXGBE_TXQ_TDBAH), ring >> 32);
+    wr(t, txq(q, IXGBE_TXQ_TDLEN), ndesc * DESC_SIZE);
+    wr(t, txq(q, IXGBE_TXQ_TDH), 0);
+    wr(t, txq(q, IXGBE_TXQ_TDT), 0);
+    wr(t, IXGBE_DMATXCTL, rd(t, IXGBE_DMATXCTL) | IXGBE_DMATXCTL_TE);
+    wr(t, txq(q, IXGBE_TXQ_TXDCTL),
+       IXGBE_TXDCTL_ENABLE | (wthresh << IXGBE_TXDCTL_WTHRESH_SHIFT));
+    g_assert_cmphex(rd(t, txq(q, IXGBE_TXQ_TXDCTL)) & IXGBE_TXDCTL_ENABLE,
+                    ==, IXGBE_TXDCTL_ENABLE);
+    return ring;
+}
+
+/* Advanced data descriptor for len bytes at buf; cmd adds EOP/RS */
+static void tx_put_data(IxgbeTest *t, uint64_t ring, unsigned idx,
+                        uint64_t buf, uint32_t len, uint32_t paylen,
+                        uint32_t cmd)
+{
+    uint8_t d[DESC_SIZE];
+
+    stq_le_p(d, buf);
+    stl_le_p(d + 8, len | IXGBE_TXD_DTYP_DATA | IXGBE_TXD_CMD_DEXT |
+             IXGBE_TXD_CMD_IFCS | cmd);
+    stl_le_p(d + 12, paylen << TXD_PAYLEN_SHIFT);
+    qtest_memwrite(t->qts, ring + idx * DESC_SIZE, d, sizeof(d));
+}
+
+static bool tx_dd(IxgbeTest *t, uint64_t ring, unsigned idx)
+{
+    return qtest_readb(t->qts, ring + idx * DESC_SIZE + 12) &
+           IXGBE_TXD_STA_DD;
+}
+
+/* Copy a frame into a fresh guest buffer */
+static uint64_t guest_frame(IxgbeTest *t, const uint8_t *frame, size_t len)
+{
+    uint64_t buf = guest_alloc(&t->qs->alloc, len);
+
+    qtest_memwrite(t->qts, buf, frame, len);
+    return buf;
+}
+
+/* Receive path common to all queues: filters, CRC strip, RXEN */
+static void rx_enable(IxgbeTest *t)
+{
+    wr(t, IXGBE_HLREG0, rd(t, IXGBE_HLREG0) | IXGBE_HLREG0_RXCRCSTRP);
+    wr(t, IXGBE_FCTRL, IXGBE_FCTRL_BAM);
+    wr(t, IXGBE_RXCTRL, IXGBE_RXCTRL_RXEN);
+}
+
+static void rx_ring_setup(IxgbeTest *t, RxRing *r, unsigned q, unsigned ndesc)
+{
+    r->queue = q;
+    r->ndesc = ndesc;
+    r->next = 0;
+    r->ring = guest_alloc(&t->qs->alloc, ndesc * DESC_SIZE);
+    r->bufs = guest_alloc(&t->qs->alloc, ndesc * RX_BUF_SIZE);
+    qtest_memset(t->qts, r->bufs, 0, ndesc * RX_BUF_SIZE);
+    for (unsigned i = 0; i < ndesc; i++) {
+        uint8_t d[DESC_SIZE] = { 0 };
+
+        stq_le_p(d, r->bufs + i * RX_BUF_SIZE);
+        qtest_memwrite(t->qts, r->ring + i * DESC_SIZE, d, sizeof(d));
+    }
+    wr(t, rxq(q, IXGBE_RXQ_RDBAL), (uint32_t)r->ring);
+    wr(t, rxq(q, IXGBE_RXQ_RDBAH), r->ring >> 32);
+    wr(t, rxq(q, IXGBE_RXQ_RDLEN), ndesc * DESC_SIZE);
+    wr(t, rxq(q, IXGBE_RXQ_SRRCTL),
+       SRRCTL_DESCTYPE_ADV_ONEBUF | (RX_BUF_SIZE / KiB));
+    wr(t, rxq(q, IXGBE_RXQ_RDH), 0);
+    wr(t, rxq(q, IXGBE_RXQ_RXDCTL), IXGBE_RXDCTL_ENABLE);
+    g_assert_cmphex(rd(t, rxq(q, IXGBE_RXQ_RXDCTL)) & IXGBE_RXDCTL_ENABLE,
+                    ==, IXGBE_RXDCTL_ENABLE);
+    /* All but one descriptor belong to the device */
+    wr(t, rxq(q, IXGBE_RXQ_RDT), ndesc - 1);
+}
+
+static bool rx_desc_done(IxgbeTest *t, const RxRing *r, unsigned idx,
+                         uint8_t *wb)
+{
+    qtest_memread(t->qts, r->ring + idx * DESC_SIZE, wb, DESC_SIZE);
+    return ldl_le_p(wb + 8) & IXGBE_RXD_STAT_DD;
+}
+
+/*
+ * Wait until the device completes the next descriptor of one of the rings;
+ * return that ring's index (and the write-back in wb), or -1 on timeout.
+ */
+static int rx_wait_any(IxgbeTest *t, RxRing *rings, unsigned nrings,
+                       uint8_t *wb)
+{
+    gint64 end = g_get_monotonic_time() + WAIT_US;
+
+    do {
+        for (unsigned i = 0; i < nrings; i++) {
+            if (rings[i].next < rings[i].ndesc &&
+                rx_desc_done(t, &rings[i], rings[i].next, wb)) {
+                rings[i].next++;
+                return i;
+            }
+        }
+        g_usleep(1000);
+    } while (g_get_monotonic_time() < end);
+    return -1;
+}
+
+static void rx_wait(IxgbeTest *t, RxRing *r, uint8_t *wb)
+{
+    g_assert_cmpint(rx_wait_any(t, r, 1, wb), ==, 0);
+}
+
+static uint32_t rx_wb_status(const uint8_t *wb)
+{
+    return ldl_le_p(wb + 8);
+}
+
+static uint32_t rx_wb_hash(const uint8_t *wb)
+{
+    return ldl_le_p(wb + 4);
+}
+
+static uint32_t rx_wb_rss_type(const uint8_t *wb)
+{
+    return ldl_le_p(wb) & 0xf;
+}
+
+static uint32_t rx_wb_length(const uint8_t *wb)
+{
+    return lduw_le_p(wb + 12);
+}
+
+static void rx_check_data(IxgbeTest *t, const RxRing *r, unsigned idx,
+                          const uint8_t *data, size_t len)
+{
+    g_autofree uint8_t *got = g_malloc(len);
+
+    qtest_memread(t->qts, r->bufs + idx * RX_BUF_SIZE, got, len);
+    g_assert_cmpmem(got, len, data, len);
+}
+
+/* ------------------------------------------------------------------ */
+/* Toeplitz hash (Microsoft RSS), written from its definition          */
+/* ------------------------------------------------------------------ */
+
+static uint32_t toeplitz(const uint8_t *key, size_t keylen,
+                         const uint8_t *in, size_t len)
+{
+    uint32_t hash = 0;
+    uint32_t window = ldl_be_p(key);    /* key bits [k, k + 32) */
+    size_t next_bit = 32;               /* next key bit to shift in */
+
+    g_assert_cmpuint(keylen * 8, >=, len * 8 + 32);
+    for (size_t i = 0; i < len; i++) {
+        for (int b = 7; b >= 0; b--) {
+            if (in[i] & (1u << b)) {
+                hash ^= window;
+            }
+            window <<= 1;
+            if (key[next_bit / 8] & (0x80u >> (next_bit % 8))) {
+                window |= 1;
+            }
+            next_bit++;
+        }
+    }
+    return hash;
+}
+
+/* The key Microsoft's RSS documentation uses for its verification table */
+static const uint8_t rss_key[IXGBE_RSS_KEY_SIZE] = {
+    0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2,
+    0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0,
+    0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4,
+    0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30, 0xf2, 0x0c,
+    0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
+};
+
+/* Hash input for IPv4 + ports: source, destination address, ports */
+static uint32_t rss_hash_ipv4(const uint8_t *sip, const uint8_t *dip,
+                              uint16_t sport, uint16_t dport, bool ports)
+{
+    uint8_t in[12];
+
+    memcpy(in, sip, 4);
+    memcpy(in + 4, dip, 4);
+    stw_be_p(in + 8, sport);
+    stw_be_p(in + 10, dport);
+    return toeplitz(rss_key, sizeof(rss_key), in, ports ? 12 : 8);
+}
+
+static void test_toeplitz_reference(void)
+{
+    /* Rows of the published verification table (IPv4, IPv4 with TCP) */
+    static const struct {
+        uint8_t dip[4], sip[4];
+        uint16_t dport, sport;
+        uint32_t ip, ip_ports;
+    } v[] = {
+        { { 161, 142, 100, 80 }, { 66, 9, 149, 187 }, 1766, 2794,
+          0x323e8fc2, 0x51ccc178 },
+        { { 65, 69, 140, 83 }, { 199, 92, 111, 2 }, 4739, 14230,
+          0xd718262a, 0xc626b0ea },
+        { { 12, 22, 207, 184 }, { 24, 19, 198, 95 }, 38024, 12898,
+          0xd2d0a5de, 0x5c2b394a },
+    };
+
+    for (size_t i = 0; i < ARRAY_SIZE(v); i++) {
+        g_assert_cmphex(rss_hash_ipv4(v[i].sip, v[i].dip, v[i].sport,
+                                      v[i].dport, false), ==, v[i].ip);
+        g_assert_cmphex(rss_hash_ipv4(v[i].sip, v[i].dip, v[i].sport,
+                                      v[i].dport, true), ==, v[i].ip_ports);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* MSI-X helpers                                                       */
+/* ------------------------------------------------------------------ */
+
+static void msix_setup(IxgbeTest *t)
+{
+    qpci_msix_enable(t->dev);
+    g_assert_cmpint(qpci_msix_table_size(t->dev), ==, IXGBE_MSIX_VECTORS);
+    wr(t, IXGBE_GPIE, IXGBE_GPIE_MSIX_MODE | GPIE_PBA_SUPPORT);
+}
+
+/* Route RX queue q's cause to MSI-X vector v */
+static void ivar_rx(IxgbeTest *t, unsigned q, unsigned v)
+{
+    uint32_t reg = IXGBE_IVAR0 + (q / 2) * 4;
+    unsigned shift = (q & 1) * 16;
+    uint32_t ivar = rd(t, reg);
+
+    ivar &= ~(0xffu << shift);
+    ivar |= (v | IXGBE_IVAR_VALID) << shift;
+    wr(t, reg, ivar);
+}
+
+/* Vectors 0..63 whose PBA bit is set, as a mask */
+static uint64_t msix_pending_mask(IxgbeTest *t)
+{
+    uint64_t m = 0;
+
+    for (unsigned v = 0; v < IXGBE_MSIX_VECTORS; v++) {
+        if (qpci_msix_pending(t->dev, v)) {
+            m |= BIT_ULL(v);
+        }
+    }
+    return m;
+}
+
+/*
+ * Assert that exactly vector v is pending (v < 0: none), then clear it
+ * through PBACL, the device's pending bit clear register.
+ */
+static void msix_test_clear_pending(IxgbeTest *t, int v)
+{
+    g_assert_cmphex(msix_pending_mask(t), ==, v < 0 ? 0 : BIT_ULL(v));
+    if (v >= 0) {
+        g_assert_cmpint(v, <, 32);
+        wr(t, IXGBE_PBACL, 1u << v);
+        g_assert_false(qpci_msix_pending(t->dev, v));
+    }
+}
+
+static void msix_entry_write(IxgbeTest *t, unsigned v, uint64_t addr,
+                             uint32_t data, bool masked)
+{
+    uint64_t off = t->dev->msix_table_off + v * PCI_MSIX_ENTRY_SIZE;
+
+    qpci_io_writel(t->dev, t->dev->msix_table_bar,
+                   off + PCI_MSIX_ENTRY_LOWER_ADDR, (uint32_t)addr);
+    qpci_io_writel(t->dev, t->dev->msix_table_bar,
+                   off + PCI_MSIX_ENTRY_UPPER_ADDR, addr >> 32);
+    qpci_io_writel(t->dev, t->dev->msix_table_bar,
+                   off + PCI_MSIX_ENTRY_DATA, data);
+    qpci_io_writel(t->dev, t->dev->msix_table_bar,
+                   off + PCI_MSIX_ENTRY_VECTOR_CTRL,
+                   masked ? PCI_MSIX_ENTRY_CTRL_MASKBIT : 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Tests                                                               */
+/* ------------------------------------------------------------------ */
+
+static void test_init_pci(void)
+{
+    IxgbeTest t;
+    uint8_t msix, pcie;
+    uint16_t lnksta;
+
+    ixgbe_test_start(&t);
+
+    g_assert_cmphex(qpci_config_readw(t.dev, PCI_VENDOR_ID), ==,
+                    PCI_VENDOR_ID_INTEL);
+    g_assert_cmphex(qpci_config_readw(t.dev, PCI_DEVICE_ID), ==, 0x1517);
+    g_assert_cmphex(qpci_config_readw(t.dev, PCI_CLASS_DEVICE), ==,
+                    PCI_CLASS_NETWORK_ETHERNET);
+    g_assert_cmphex(qpci_config_readw(t.dev, PCI_STATUS) &
+                    PCI_STATUS_CAP_LIST, ==, PCI_STATUS_CAP_LIST);
+
+    /* BAR0: 64-bit memory, 128 KiB of registers */
+    g_assert_cmphex(qpci_config_readl(t.dev, PCI_BASE_ADDRESS_0) &
+                    (PCI_BASE_ADDRESS_SPACE | PCI_BASE_ADDRESS_MEM_TYPE_MASK),
+                    ==, PCI_BASE_ADDRESS_SPACE_MEMORY |
+                    PCI_BASE_ADDRESS_MEM_TYPE_64);
+    g_assert_cmpuint(t.bar0_size, ==, 128 * KiB);
+
+    /* The driver reads the MSI-X table size at 0x72 and the link at 0xB2 */
+    msix = qpci_find_capability(t.dev, PCI_CAP_ID_MSIX, 0);
+    g_assert_cmphex(msix, ==, 0x70);
+    g_assert_cmpint(qpci_msix_table_size(t.dev), ==, 64);
+    g_assert_cmphex(qpci_config_readw(t.dev, 0x72) & PCI_MSIX_FLAGS_QSIZE,
+                    ==, 63);
+    pcie = qpci_find_capability(t.dev, PCI_CAP_ID_EXP, 0);
+    g_assert_cmphex(pcie, ==, 0xa0);
+    /* On the root complex's own bus QEMU makes it an integrated endpoint */
+    g_assert_cmphex(qpci_config_readw(t.dev, pcie + PCI_EXP_FLAGS) &
+                    PCI_EXP_FLAGS_TYPE, ==, PCI_EXP_TYPE_RC_END << 4);
+    lnksta = qpci_config_readw(t.dev, 0xb2);
+    g_assert_cmphex(lnksta & PCI_EXP_LNKSTA_CLS, ==, PCI_EXP_LNKSTA_CLS_5_0GB);
+    g_assert_cmphex((lnksta & PCI_EXP_LNKSTA_NLW) >> PCI_EXP_LNKSTA_NLW_SHIFT,
+                    ==, 8);
+    g_assert_cmphex(qpci_find_capability(t.dev, PCI_CAP_ID_MSI, 0), !=, 0);
+    g_assert_cmphex(qpci_find_capability(t.dev, PCI_CAP_ID_PM, 0), !=, 0);
+
+    ixgbe_test_stop(&t);
+}
+
+static void test_init_registers(void)
+{
+    IxgbeTest t;
+    uint32_t status, eec, links;
+    uint16_t words[0x40], sum = 0;
+    QPCIBar io;
+
+    ixgbe_test_start(&t);
+
+    status = rd(&t, IXGBE_STATUS);
+    g_assert_cmphex(status, !=, 0xffffffff);
+    g_assert_cmphex(status & IXGBE_STATUS_LINK_UP, ==, IXGBE_STATUS_LINK_UP);
+    g_assert_cmphex(status & IXGBE_STATUS_GIO, ==, IXGBE_STATUS_GIO);
+    links = rd(&t, IXGBE_LINKS);
+    g_assert_cmphex(links & (IXGBE_LINKS_UP | IXGBE_LINKS_SPEED_10G), ==,
+                    IXGBE_LINKS_UP | IXGBE_LINKS_SPEED_10G);
+
+    /* EEPROM present, auto-read done: the driver uses EERD, no bit-bang */
+    eec = rd(&t, IXGBE_EEC);
+    g_assert_cmphex(eec & (IXGBE_EEC_PRES | IXGBE_EEC_ARD), ==,
+                    IXGBE_EEC_PRES | IXGBE_EEC_ARD);
+
+    for (unsigned w = 0; w < ARRAY_SIZE(words); w++) {
+        uint32_t eerd;
+
+        wr(&t, IXGBE_EERD, (w << IXGBE_EERD_ADDR_SHIFT) | IXGBE_EERD_START);
+        eerd = rd(&t, IXGBE_EERD);
+        g_assert_cmphex(eerd & IXGBE_EERD_DONE, ==, IXGBE_EERD_DONE);
+        words[w] = eerd >> IXGBE_EERD_DATA_SHIFT;
+        sum += words[w];
+    }
+    /*
+     * With every section pointer (words 0x03..0x0E) absent, the driver's
+     * checksum is the plain sum of words 0x00..0x3F.
+     */
+    for (unsigned w = 0x03; w <= 0x0e; w++) {
+        g_assert_true(words[w] == 0 || words[w] == 0xffff);
+    }
+    g_assert_cmphex(sum, ==, 0xbaba);
+
+    /* The MAC given with mac= is in receive address 0, marked valid */
+    g_assert_cmphex(rd(&t, IXGBE_RAL0), ==, IXGBE_TEST_RAL);
+    g_assert_cmphex(rd(&t, IXGBE_RAL0 + 4), ==,
+                    IXGBE_TEST_RAH | IXGBE_RAH_AV);
+    /* ... and in the 82598-compatible alias */
+    g_assert_cmphex(rd(&t, IXGBE_RAL_ALIAS), ==, IXGBE_TEST_RAL);
+
+    /* The I/O BAR reaches the same registers through IOADDR/IODATA */
+    io = qpci_iomap(t.dev, 2, NULL);
+    g_assert_true(io.is_io);
+    qpci_io_writel(t.dev, io, 0, IXGBE_RAL0);
+    g_assert_cmphex(qpci_io_readl(t.dev, io, 4), ==, IXGBE_TEST_RAL);
+
+    ixgbe_test_stop(&t);
+}
+
+static void test_reset(void)
+{
+    IxgbeTest t;
+    uint32_t ctrl;
+
+    ixgbe_test_start(&t);
+
+    wr(&t, rxq(0, IXGBE_RXQ_RDBAL), 0x12345680);
+    g_assert_cmphex(rd(&t, rxq(0, IXGBE_RXQ_RDBAL)), ==, 0x12345680);
+    wr(&t, txq(5, IXGBE_TXQ_TDLEN), 0x1000);
+    g_assert_cmphex(rd(&t, txq(5, IXGBE_TXQ_TDLEN)), ==, 0x1000);
+    wr(&t, IXGBE_EIMS, 0x0000ffff);
+    g_assert_cmphex(rd(&t, IXGBE_EIMS), ==, 0x0000ffff);
+    /* A driver may overwrite RAR0; reset reloads it from the EEPROM MAC */
+    wr(&t, IXGBE_RAL0, 0x01020304);
+    wr(&t, IXGBE_RAL0 + 4, 0x0506);
+    g_assert_cmphex(rd(&t, IXGBE_RAL0), ==, 0x01020304);
+
+    ctrl = rd(&t, IXGBE_CTRL);
+    wr(&t, IXGBE_CTRL, ctrl | IXGBE_CTRL_RST);
+    /* The driver polls CTRL.RST only briefly: it must read clear at once */
+    g_assert_cmphex(rd(&t, IXGBE_CTRL) & IXGBE_CTRL_RST, ==, 0);
+
+    g_assert_cmphex(rd(&t, rxq(0, IXGBE_RXQ_RDBAL)), ==, 0);
+    g_assert_cmphex(rd(&t, txq(5, IXGBE_TXQ_TDLEN)), ==, 0);
+    g_assert_cmphex(rd(&t, IXGBE_EIMS), ==, 0);
+    g_assert_cmphex(rd(&t, IXGBE_RAL0), ==, IXGBE_TEST_RAL);
+    g_assert_cmphex(rd(&t, IXGBE_RAL0 + 4), ==,
+                    IXGBE_TEST_RAH | IXGBE_RAH_AV);
+    g_assert_cmphex(rd(&t, IXGBE_STATUS), !=, 0xffffffff);
+
+    /* CTRL.LNK_RST also completes at once */
+    wr(&t, rxq(0, IXGBE_RXQ_RDBAL), 0x12345680);
+    wr(&t, IXGBE_CTRL, rd(&t, IXGBE_CTRL) | IXGBE_CTRL_LNK_RST);
+    g_assert_cmphex(rd(&t, IXGBE_CTRL) & IXGBE_CTRL_LNK_RST, ==, 0);
+
+    /* PCI state survives a software reset: BAR0 still decodes */
+    g_assert_cmphex(qpci_config_readw(t.dev, PCI_COMMAND) &
+                    PCI_COMMAND_MEMORY, ==, PCI_COMMAND_MEMORY);
+    g_assert_cmphex(rd(&t, IXGBE_RAL0), ==, IXGBE_TEST_RAL);
+
+    ixgbe_test_stop(&t);
+}
+
+static void test_tx(void)
+{
+    IxgbeTest t;
+    uint8_t frame[256], got[2048];
+    uint64_t ring, buf, part;
+    int len;
+
+    ixgbe_test_start(&t);
+    ring = tx_ring_setup(&t, 0, 8, 0);
+
+    /* One frame in one descriptor */
+    build_frame(frame, peer_mac, 100, 1);
+    buf = guest_frame(&t, frame, 100);
+    tx_put_data(&t, ring, 0, buf, 100, 100,
+                IXGBE_TXD_CMD_EOP | IXGBE_TXD_CMD_RS);
+    wr(&t, txq(0, IXGBE_TXQ_TDT), 1);
+
+    len = backend_recv(&t, got, sizeof(got), WAIT_US / 1000);
+    g_assert_cmpint(len, ==, 100);
+    g_assert_cmpmem(got, len, frame, 100);
+    /* WTHRESH = 0: the RS descriptor is written back at once */
+    g_assert_true(tx_dd(&t, ring, 0));
+    g_assert_cmpuint(rd(&t, txq(0, IXGBE_TXQ_TDH)), ==, 1);
+
+    /* One frame in two descriptors; only the second asks for status */
+    build_frame(frame, peer_mac, 200, 2);
+    buf = guest_frame(&t, frame, 80);
+    part = guest_frame(&t, frame + 80, 120);
+    tx_put_data(&t, ring, 1, buf, 80, 200, 0);
+    tx_put_data(&t, ring, 2, part, 120, 0,
+                IXGBE_TXD_CMD_EOP | IXGBE_TXD_CMD_RS);
+    wr(&t, txq(0, IXGBE_TXQ_TDT), 3);
+
+    len = backend_recv(&t, got, sizeof(got), WAIT_US / 1000);
+    g_assert_cmpint(len, ==, 200);
+    g_assert_cmpmem(got, len, frame, 200);
+    g_assert_false(tx_dd(&t, ring, 1));
+    g_assert_true(tx_dd(&t, ring, 2));
+    g_assert_cmpuint(rd(&t, txq(0, IXGBE_TXQ_TDH)), ==, 3);
+
+    /* Six frames with one tail write, wrapping the 8-entry ring */
+    for (unsigned i = 0; i < 6; i++) {
+        unsigned idx = (3 + i) % 8;
+
+        build_frame(frame, peer_mac, 64 + i, 10 + i);
+        buf = guest_frame(&t, frame, 64 + i);
+        tx_put_data(&t, ring, idx, buf, 64 + i, 64 + i,
+                    IXGBE_TXD_CMD_EOP | IXGBE_TXD_CMD_RS);
+    }
+    wr(&t, txq(0, IXGBE_TXQ_TDT), 1);
+    for (unsigned i = 0; i < 6; i++) {
+        build_frame(frame, peer_mac, 64 + i, 10 + i);
+        len = backend_recv(&t, got, sizeof(got), WAIT_US / 1000);
+        g_assert_cmpint(len, ==, 64 + i);
+        g_assert_cmpmem(got, len, frame, 64 + i);
+        g_assert_true(tx_dd(&t, ring, (3 + i) % 8));
+    }
+    g_assert_cmpuint(rd(&t, txq(0, IXGBE_TXQ_TDH)), ==, 1);
+    backend_assert_silent(&t);
+
+    /* Good packets transmitted: 8, read-to-clear */
+    g_assert_cmpuint(rd(&t, IXGBE_GPTC), ==, 8);
+    g_assert_cmpuint(rd(&t, IXGBE_GPTC), ==, 0);
+
+    ixgbe_test_stop(&t);
+}
+
+static void test_rx(void)
+{
+    IxgbeTest t;
+    RxRing r;
+    uint8_t frame[1600], wb[DESC_SIZE];
+    size_t len;
+
+    ixgbe_test_start(&t);
+    rx_ring_setup(&t, &r, 0, 8);
+    rx_enable(&t);
+
+    /* A unicast frame to our MAC */
+    len = build_frame(frame, test_mac, 98, 1);
+    backend_send(&t, frame, len);
+    rx_wait(&t, &r, wb);
+    g_assert_cmphex(rx_wb_status(wb) & (IXGBE_RXD_STAT_DD |
+                                        IXGBE_RXD_STAT_EOP), ==,
+                    IXGBE_RXD_STAT_DD | IXGBE_RXD_STAT_EOP);
+    g_assert_cmpuint(rx_wb_length(wb), ==, len);
+    rx_check_data(&t, &r, 0, frame, len);
+    g_assert_cmpuint(rd(&t, rxq(0, IXGBE_RXQ_RDH)), ==, 1);
+
+    /*
+     * A frame to another unicast MAC is filtered; the broadcast behind it
+     * (FCTRL.BAM) takes the next descriptor.
+     */
+    len = build_frame(frame, other_mac, 70, 2);
+    backend_send(&t, frame, len);
+    len = build_frame(frame, bcast_mac, 72, 3);
+    backend_send(&t, frame, len);
+    rx_wait(&t, &r, wb);
+    g_assert_cmpuint(rx_wb_length(wb), ==, 72);
+    rx_check_data(&t, &r, 1, frame, len);
+
+    /* A 1400-byte frame spans two 1 KiB buffers; EOP only on the last */
+    len = build_frame(frame, test_mac, 1400, 4);
+    backend_send(&t, frame, len);
+    rx_wait(&t, &r, wb);
+    g_assert_cmphex(rx_wb_status(wb) & (IXGBE_RXD_STAT_DD |
+                                        IXGBE_RXD_STAT_EOP), ==,
+                    IXGBE_RXD_STAT_DD);
+    g_assert_cmpuint(rx_wb_length(wb), ==, RX_BUF_SIZE);
+    rx_wait(&t, &r, wb);
+    g_assert_cmphex(rx_wb_status(wb) & (IXGBE_RXD_STAT_DD |
+                                        IXGBE_RXD_STAT_EOP), ==,
+                    IXGBE_RXD_STAT_DD | IXGBE_RXD_STAT_EOP);
+    g_assert_cmpuint(rx_wb_length(wb), ==, len - RX_BUF_SIZE);
+    rx_check_data(&t, &r, 2, frame, RX_BUF_SIZE);
+    rx_check_data(&t, &r, 3, frame + RX_BUF_SIZE, len - RX_BUF_SIZE);
+    g_assert_cmpuint(rd(&t, rxq(0, IXGBE_RXQ_RDH)), ==, 4);
+
+    /* Good packets received: 3 (the filtered one is not counted) */
+    g_assert_cmpuint(rd(&t, IXGBE_GPRC), ==, 3);
+    g_assert_cmpuint(rd(&t, IXGBE_BPRC), ==, 1);
+
+    ixgbe_test_stop(&t);
+}
+
+/* RETA entry i -> queue, a pattern that is not simply i % 4 */
+static unsigned reta_queue(unsigned i)
+{
+    return ((i >> 2) ^ (i * 3)) & 3;
+}
+
+static void test_rss(void)
+{
+    static const uint8_t sip[4] = { 192, 0, 2, 10 };
+    static const uint8_t dip[4] = { 198, 51, 100, 20 };
+    IxgbeTest t;
+    RxRing rings[4];
+    uint8_t frame[64], wb[DESC_SIZE];
+    unsigned hits[4] = { 0 };
+    size_t len;
+
+    ixgbe_test_start(&t);
+    for (unsigned q = 0; q < 4; q++) {
+        rx_ring_setup(&t, &rings[q], q, 32);
+    }
+    for (unsigned i = 0; i < IXGBE_RSS_KEY_SIZE / 4; i++) {
+        wr(&t, IXGBE_RSSRK0 + i * 4, ldl_le_p(rss_key + i * 4));
+    }
+    for (unsigned i = 0; i < IXGBE_RETA_ENTRIES / 4; i++) {
+        uint32_t reg = 0;
+
+        for (unsigned b = 0; b < 4; b++) {
+            reg |= reta_queue(i * 4 + b) << (b * 8);
+        }
+        wr(&t, IXGBE_RETA0 + i * 4, reg);
+    }
+    wr(&t, IXGBE_MRQC, IXGBE_MRQC_RSS | IXGBE_MRQC_IPV4 |
+       IXGBE_MRQC_TCPIPV4 | IXGBE_MRQC_UDPIPV4);
+    rx_enable(&t);
+
+    /* UDP flows that differ in their ports, then one TCP flow */
+    for (unsigned i = 0; i < 25; i++) {
+        bool tcp = i == 24;
+        uint16_t sport = 1024 + i * 257, dport = 4789 + (i % 3);
+        uint32_t hash = rss_hash_ipv4(sip, dip, sport, dport, true);
+        unsigned want = reta_queue(hash & (IXGBE_RETA_ENTRIES - 1));
+        int got;
+
+        len = build_ipv4_frame(frame, tcp ? 6 : 17, sip, dip, sport, dport);
+        backend_send(&t, frame, len);
+        got = rx_wait_any(&t, rings, 4, wb);
+        g_assert_cmpint(got, ==, want);
+        g_assert_cmphex(rx_wb_hash(wb), ==, hash);
+        g_assert_cmpuint(rx_wb_rss_type(wb), ==,
+                         tcp ? IXGBE_RSSTYPE_IPV4_TCP :
+                         IXGBE_RSSTYPE_IPV4_UDP);
+        rx_check_data(&t, &rings[got], rings[got].next - 1, frame, len);
+        hits[got]++;
+    }
+    /* The flows above were chosen to reach every queue */
+    for (unsigned q = 0; q < 4; q++) {
+        g_assert_cmpuint(hits[q], >, 0);
+    }
+
+    /* A frame RSS cannot hash goes to queue 0 with hash 0 */
+    len = build_frame(frame, test_mac, 60, 5);
+    backend_send(&t, frame, len);
+    g_assert_cmpint(rx_wait_any(&t, rings, 4, wb), ==, 0);
+    g_assert_cmphex(rx_wb_hash(wb), ==, 0);
+    g_assert_cmpuint(rx_wb_rss_type(wb), ==, IXGBE_RSSTYPE_NONE);
+
+    /* RSS off (MRQC.MRQE = 0): a hashable flow also goes to queue 0 */
+    wr(&t, IXGBE_MRQC, 0);
+    for (unsigned i = 0; i < 4; i++) {
+        len = build_ipv4_frame(frame, 17, sip, dip, 2000 + i * 1000, 53);
+        backend_send(&t, frame, len);
+        g_assert_cmpint(rx_wait_any(&t, rings, 4, wb), ==, 0);
+    }
+
+    ixgbe_test_stop(&t);
+}
+
+/*
+ * Queues 0 and 1 with RSS steering every IPv4 flow to queue 1 and other
+ * frames to queue 0.
+ */
+static void two_queue_setup(IxgbeTest *t, RxRing *rings)
+{
+    rx_ring_setup(t, &rings[0], 0, 16);
+    rx_ring_setup(t, &rings[1], 1, 16);
+    for (unsigned i = 0; i < IXGBE_RSS_KEY_SIZE / 4; i++) {
+        wr(t, IXGBE_RSSRK0 + i * 4, ldl_le_p(rss_key + i * 4));
+    }
+    for (unsigned i = 0; i < IXGBE_RETA_ENTRIES / 4; i++) {
+        wr(t, IXGBE_RETA0 + i * 4, 0x01010101);
+    }
+    wr(t, IXGBE_MRQC, IXGBE_MRQC_RSS | IXGBE_MRQC_IPV4 | IXGBE_MRQC_UDPIPV4);
+    rx_enable(t);
+}
+
+static void send_ipv4(IxgbeTest *t, uint16_t sport)
+{
+    static const uint8_t sip[4] = { 10, 0, 0, 1 };
+    static const uint8_t dip[4] = { 10, 0, 0, 2 };
+    uint8_t frame[64];
+    size_t len = build_ipv4_frame(frame, 17, sip, dip, sport, 9);
+
+    backend_send(t, frame, len);
+}
+
+static void send_other(IxgbeTest *t)
+{
+    uint8_t frame[64];
+    size_t len = build_frame(frame, test_mac, 60, 9);
+
+    backend_send(t, frame, len);
+}
+
+static void test_msix_routing(void)
+{
+    IxgbeTest t;
+    RxRing rings[2];
+    uint8_t wb[DESC_SIZE];
+    uint64_t msg;
+
+    ixgbe_test_start(&t);
+    two_queue_setup(&t, rings);
+    msix_setup(&t);
+    for (unsigned v = 0; v < IXGBE_MSIX_VECTORS; v++) {
+        g_assert_true(qpci_msix_masked(t.dev, v));
+    }
+
+    /* RX queue 1 -> vector 3, RX queue 0 -> vector 5, both auto-cleared */
+    ivar_rx(&t, 1, 3);
+    ivar_rx(&t, 0, 5);
+    wr(&t, IXGBE_EIAC, BIT(3) | BIT(5));
+    wr(&t, IXGBE_EIMS, BIT(3) | BIT(5));
+    g_assert_cmphex(rd(&t, IXGBE_EIMS) & 0xffff, ==, BIT(3) | BIT(5));
+    msix_test_clear_pending(&t, -1);
+
+    /* The vectors are masked in the table: delivery shows in the PBA */
+    send_ipv4(&t, 1000);
+    g_assert_cmpint(rx_wait_any(&t, rings, 2, wb), ==, 1);
+    msix_test_clear_pending(&t, 3);
+    /* EIAC: the cause was cleared when the vector fired */
+    g_assert_cmphex(rd(&t, IXGBE_EICS) & BIT(3), ==, 0);
+
+    send_other(&t);
+    g_assert_cmpint(rx_wait_any(&t, rings, 2, wb), ==, 0);
+    msix_test_clear_pending(&t, 5);
+
+    /* A second frame on queue 1 interrupts again (EITR = 0) */
+    send_ipv4(&t, 1001);
+    g_assert_cmpint(rx_wait_any(&t, rings, 2, wb), ==, 1);
+    msix_test_clear_pending(&t, 3);
+
+    /* Masked in EIMC: the cause stays in EICR, no message */
+    wr(&t, IXGBE_EIMC, BIT(3));
+    send_ipv4(&t, 1002);
+    g_assert_cmpint(rx_wait_any(&t, rings, 2, wb), ==, 1);
+    msix_test_clear_pending(&t, -1);
+    g_assert_cmphex(rd(&t, IXGBE_EICS) & BIT(3), ==, BIT(3));
+    /* Unmasking the cause sends the held interrupt */
+    wr(&t, IXGBE_EIMS, BIT(3));
+    msix_test_clear_pending(&t, 3);
+
+    /* Unmasked in the table: the message itself is written to memory */
+    msg = guest_alloc(&t.qs->alloc, 4);
+    qtest_writel(t.qts, msg, 0);
+    msix_entry_write(&t, 3, msg, 0x4903, false);
+    send_ipv4(&t, 1003);
+    g_assert_cmpint(rx_wait_any(&t, rings, 2, wb), ==, 1);
+    g_assert_cmphex(qtest_readl(t.qts, msg), ==, 0x4903);
+    msix_test_clear_pending(&t, -1);
+
+    ixgbe_test_stop(&t);
+}
+
+static void test_eitr(void)
+{
+    IxgbeTest t;
+    RxRing rings[2];
+    uint8_t wb[DESC_SIZE];
+    /* EITR interval: bits 11:3 in 2 us units */
+    const unsigned interval_us = 200;
+
+    ixgbe_test_start(&t);
+    two_queue_setup(&t, rings);
+    msix_setup(&t);
+    ivar_rx(&t, 1, 3);
+    wr(&t, IXGBE_EIAC, BIT(3));
+    wr(&t, IXGBE_EIMS, BIT(3));
+    wr(&t, eitr(3), (interval_us / 2) << 3);
+    g_assert_cmphex(rd(&t, eitr(3)) & IXGBE_EITR_INTERVAL_MASK, ==,
+                    (interval_us / 2) << 3);
+
+    /* The first interrupt goes out at once and starts the interval */
+    send_ipv4(&t, 1);
+    g_assert_cmpint(rx_wait_any(&t, rings, 2, wb), ==, 1);
+    msix_test_clear_pending(&t, 3);
+
+    /* The second is held until the interval has passed */
+    send_ipv4(&t, 2);
+    g_assert_cmpint(rx_wait_any(&t, rings, 2, wb), ==, 1);
+    msix_test_clear_pending(&t, -1);
+    qtest_clock_step(t.qts, (interval_us / 2) * SCALE_US);
+    msix_test_clear_pending(&t, -1);
+    qtest_clock_step(t.qts, (interval_us / 2 + 10) * SCALE_US);
+    msix_test_clear_pending(&t, 3);
+
+    /* Once the interval ends with nothing pending, nothing is sent */
+    qtest_clock_step(t.qts, 2 * interval_us * SCALE_US);
+    msix_test_clear_pending(&t, -1);
+
+    /* With EITR = 0 there is no hold-off */
+    wr(&t, eitr(3), 0);
+    qtest_clock_step(t.qts, 2 * interval_us * SCALE_US);
+    send_ipv4(&t, 3);
+    g_assert_cmpint(rx_wait_any(&t, rings, 2, wb), ==, 1);
+    msix_test_clear_pending(&t, 3);
+    send_ipv4(&t, 4);
+    g_assert_cmpint(rx_wait_any(&t, rings, 2, wb), ==, 1);
+    msix_test_clear_pending(&t, 3);
+
+    ixgbe_test_stop(&t);
+}
+
+static void set_link(IxgbeTest *t, bool up)
+{
+    qtest_qmp_assert_success(t->qts, "{'execute': 'set_link', 'arguments':"
+                             " {'name': 'net0', 'up': %i}}", up);
+}
+
+static void test_link(void)
+{
+    IxgbeTest t;
+    const unsigned other_vector = 7;
+
+    ixgbe_test_start(&t);
+    msix_setup(&t);
+    /* "Other" causes (LSC among them) -> vector 7 */
+    wr(&t, IXGBE_IVAR_MISC, (other_vector | IXGBE_IVAR_VALID) << 8);
+    wr(&t, IXGBE_EIMS, IXGBE_EICR_LSC);
+    msix_test_clear_pending(&t, -1);
+
+    set_link(&t, false);
+    g_assert_cmphex(rd(&t, IXGBE_STATUS) & IXGBE_STATUS_LINK_UP, ==, 0);
+    g_assert_cmphex(rd(&t, IXGBE_LINKS) & IXGBE_LINKS_UP, ==, 0);
+    g_assert_cmphex(rd(&t, IXGBE_EICR) & IXGBE_EICR_LSC, ==, IXGBE_EICR_LSC);
+    msix_test_clear_pending(&t, other_vector);
+    /* In MSI-X mode EICR is cleared by writing ones, not by reading */
+    wr(&t, IXGBE_EICR, IXGBE_EICR_LSC);
+    g_assert_cmphex(rd(&t, IXGBE_EICR) & IXGBE_EICR_LSC, ==, 0);
+
+    set_link(&t, true);
+    g_assert_cmphex(rd(&t, IXGBE_STATUS) & IXGBE_STATUS_LINK_UP, ==,
+                    IXGBE_STATUS_LINK_UP);
+    g_assert_cmphex(rd(&t, IXGBE_LINKS) & IXGBE_LINKS_UP, ==, IXGBE_LINKS_UP);
+    g_assert_cmphex(rd(&t, IXGBE_EICR) & IXGBE_EICR_LSC, ==, IXGBE_EICR_LSC);
+    msix_test_clear_pending(&t, other_vector);
+
+    /* A masked cause raises no interrupt */
+    wr(&t, IXGBE_EICR, IXGBE_EICR_LSC);
+    wr(&t, IXGBE_EIMC, IXGBE_EICR_LSC);
+    set_link(&t, false);
+    g_assert_cmphex(rd(&t, IXGBE_EICR) & IXGBE_EICR_LSC, ==, IXGBE_EICR_LSC);
+    msix_test_clear_pending(&t, -1);
+
+    ixgbe_test_stop(&t);
+}
+
+static void test_bad_tx_ring(void)
+{
+    IxgbeTest t;
+    uint8_t frame[128], got[256];
+    uint64_t ring, buf;
+    int len;
+
+    ixgbe_test_start(&t);
+    ring = tx_ring_setup(&t, 0, 8, 0);
+    build_frame(frame, peer_mac, 100, 7);
+    buf = guest_frame(&t, frame, 100);
+    tx_put_data(&t, ring, 0, buf, 100, 100,
+                IXGBE_TXD_CMD_EOP | IXGBE_TXD_CMD_RS);
+
+    /* TDLEN 0: nothing to process */
+    wr(&t, txq(0, IXGBE_TXQ_TDLEN), 0);
+    wr(&t, txq(0, IXGBE_TXQ_TDT), 1);
+    backend_assert_silent(&t);
+    g_assert_cmpuint(rd(&t, txq(0, IXGBE_TXQ_TDH)), ==, 0);
+    g_assert_false(tx_dd(&t, ring, 0));
+
+    /* Tail beyond the end of the ring */
+    wr(&t, txq(0, IXGBE_TXQ_TDT), 0);
+    wr(&t, txq(0, IXGBE_TXQ_TDLEN), 8 * DESC_SIZE);
+    wr(&t, txq(0, IXGBE_TXQ_TDT), 9);
+    backend_assert_silent(&t);
+    g_assert_cmpuint(rd(&t, txq(0, IXGBE_TXQ_TDH)), ==, 0);
+    g_assert_false(tx_dd(&t, ring, 0));
+
+    /* Ring outside guest RAM (and outside any device) */
+    wr(&t, txq(0, IXGBE_TXQ_TDT), 0);
+    wr(&t, txq(0, IXGBE_TXQ_TDBAH), 0x00ff0000);
+    wr(&t, txq(0, IXGBE_TXQ_TDT), 1);
+    backend_assert_silent(&t);
+    g_assert_cmpuint(rd(&t, txq(0, IXGBE_TXQ_TDH)), ==, 0);
+
+    /* Device alive; once the ring is valid again, the queue works */
+    g_assert_cmphex(rd(&t, IXGBE_STATUS), !=, 0xffffffff);
+    wr(&t, txq(0, IXGBE_TXQ_TDT), 0);
+    wr(&t, txq(0, IXGBE_TXQ_TDBAH), ring >> 32);
+    wr(&t, txq(0, IXGBE_TXQ_TDT), 1);
+    len = backend_recv(&t, got, sizeof(got), WAIT_US / 1000);
+    g_assert_cmpint(len, ==, 100);
+    g_assert_cmpmem(got, len, frame, 100);
+    g_assert_true(tx_dd(&t, ring, 0));
+    g_assert_cmpuint(rd(&t, txq(0, IXGBE_TXQ_TDH)), ==, 1);
+
+    ixgbe_test_stop(&t);
+}
+
+static void test_bad_tx_zero_length(void)
+{
+    IxgbeTest t;
+    uint8_t frame[128], got[256];
+    uint64_t ring, buf;
+    int len;
+
+    ixgbe_test_start(&t);
+    ring = tx_ring_setup(&t, 0, 8, 0);
+
+    /* A zero-length data descriptor that claims to end a frame */
+    tx_put_data(&t, ring, 0, 0, 0, 0, IXGBE_TXD_CMD_EOP | IXGBE_TXD_CMD_RS);
+    wr(&t, txq(0, IXGBE_TXQ_TDT), 1);
+    backend_assert_silent(&t);
+    g_assert_cmpuint(rd(&t, txq(0, IXGBE_TXQ_TDH)), ==, 1);
+    g_assert_true(tx_dd(&t, ring, 0));
+
+    /* The next frame is not polluted by what was dropped */
+    build_frame(frame, peer_mac, 90, 8);
+    buf = guest_frame(&t, frame, 90);
+    tx_put_data(&t, ring, 1, buf, 90, 90,
+                IXGBE_TXD_CMD_EOP | IXGBE_TXD_CMD_RS);
+    wr(&t, txq(0, IXGBE_TXQ_TDT), 2);
+    len = backend_recv(&t, got, sizeof(got), WAIT_US / 1000);
+    g_assert_cmpint(len, ==, 90);
+    g_assert_cmpmem(got, len, frame, 90);
+    backend_assert_silent(&t);
+
+    ixgbe_test_stop(&t);
+}
+
+static void test_bad_tx_buffer(void)
+{
+    IxgbeTest t;
+    uint8_t frame[128], got[256];
+    uint64_t ring, buf;
+    int len;
+
+    ixgbe_test_start(&t);
+    ring = tx_ring_setup(&t, 0, 8, 0);
+
+    /*
+     * A buffer at an address nothing decodes: the data cannot be fetched,
+     * so the frame must not go out (the model logs "frame dropped").
+     */
+    tx_put_data(&t, ring, 0, 0x00ff000000000000ULL, 100, 100,
+                IXGBE_TXD_CMD_EOP | IXGBE_TXD_CMD_RS);
+    wr(&t, txq(0, IXGBE_TXQ_TDT), 1);
+    backend_assert_silent(&t);
+    g_assert_cmpuint(rd(&t, txq(0, IXGBE_TXQ_TDH)), ==, 1);
+
+    /* The queue goes on with the next frame */
+    build_frame(frame, peer_mac, 90, 9);
+    buf = guest_frame(&t, frame, 90);
+    tx_put_data(&t, ring, 1, buf, 90, 90,
+                IXGBE_TXD_CMD_EOP | IXGBE_TXD_CMD_RS);
+    wr(&t, txq(0, IXGBE_TXQ_TDT), 2);
+    len = backend_recv(&t, got, sizeof(got), WAIT_US / 1000);
+    g_assert_cmpint(len, ==, 90);
+    g_assert_cmpmem(got, len, frame, 90);
+
+    ixgbe_test_stop(&t);
+}
+
+static void test_bad_rx_ring(void)
+{
+    IxgbeTest t;
+    RxRing rings[2];
+    uint8_t frame[128], wb[DESC_SIZE];
+    size_t len;
+
+    /*
+     * Non-IP frames go to queue 0, whose ring is broken; an IPv4 frame sent
+     * behind each one lands in queue 1 and shows that the device has dealt
+     * with the frame before it.
+     */
+    ixgbe_test_start(&t);
+    two_queue_setup(&t, rings);
+
+    /* RDLEN 0 */
+    wr(&t, rxq(0, IXGBE_RXQ_RDLEN), 0);
+    len = build_frame(frame, test_mac, 80, 1);
+    backend_send(&t, frame, len);
+    send_ipv4(&t, 1);
+    g_assert_cmpint(rx_wait_any(&t, rings, 2, wb), ==, 1);
+    g_assert_false(rx_desc_done(&t, &rings[0], 0, wb));
+
+    /* Tail beyond the end of the ring */
+    wr(&t, rxq(0, IXGBE_RXQ_RDLEN), 16 * DESC_SIZE);
+    wr(&t, rxq(0, IXGBE_RXQ_RDT), 20);
+    len = build_frame(frame, test_mac, 80, 2);
+    backend_send(&t, frame, len);
+    send_ipv4(&t, 2);
+    g_assert_cmpint(rx_wait_any(&t, rings, 2, wb), ==, 1);
+    g_assert_false(rx_desc_done(&t, &rings[0], 0, wb));
+
+    /* Ring outside guest RAM (and outside any device) */
+    wr(&t, rxq(0, IXGBE_RXQ_RDT), 15);
+    wr(&t, rxq(0, IXGBE_RXQ_RDBAH), 0x00ff0000);
+    len = build_frame(frame, test_mac, 80, 3);
+    backend_send(&t, frame, len);
+    send_ipv4(&t, 3);
+    g_assert_cmpint(rx_wait_any(&t, rings, 2, wb), ==, 1);
+    g_assert_false(rx_desc_done(&t, &rings[0], 0, wb));
+
+    /*
+     * A valid ring again: nothing was held back, the next frame is the
+     * first to land.
+     */
+    g_assert_cmphex(rd(&t, IXGBE_STATUS), !=, 0xffffffff);
+    wr(&t, rxq(0, IXGBE_RXQ_RDBAH), rings[0].ring >> 32);
+    wr(&t, rxq(0, IXGBE_RXQ_RDH), 0);
+    wr(&t, rxq(0, IXGBE_RXQ_RDT), 15);
+    len = build_frame(frame, test_mac, 80, 4);
+    backend_send(&t, frame, len);
+    g_assert_cmpint(rx_wait_any(&t, rings, 2, wb), ==, 0);
+    g_assert_cmpuint(rx_wb_length(wb), ==, len);
+    rx_check_data(&t, &rings[0], 0, frame, len);
+    g_assert_cmpuint(rd(&t, rxq(0, IXGBE_RXQ_RDH)), ==, 1);
+
+    ixgbe_test_stop(&t);
+}
+
+/* ------------------------------------------------------------------ */
+/* Hot-plug behind a PCI Express root port (native hot-plug)           */
+/* ------------------------------------------------------------------ */
+
+#define HP_PORT_SLOT    6
+
+static void wait_device_deleted(QTestState *qts, const char *id)
+{
+    for (;;) {
+        QDict *resp = qtest_qmp_eventwait_ref(qts, "DEVICE_DELETED");
+        QDict *data = qdict_get_qdict(resp, "data");
+        bool match = data && qdict_haskey(data, "device") &&
+                     !strcmp(qdict_get_str(data, "device"), id);
+
+        qobject_unref(resp);
+        if (match) {
+            return;
+        }
+    }
+}
+
+/* Act as the OS's hot-plug driver: set the slot's power and indicator */
+static void slot_power(QPCIDevice *port, uint8_t exp, bool on)
+{
+    uint16_t ctl = qpci_config_readw(port, exp + PCI_EXP_SLTCTL);
+
+    ctl &= ~(PCI_EXP_SLTCTL_PCC | PCI_EXP_SLTCTL_PIC);
+    ctl |= on ? PCI_EXP_SLTCTL_PWR_ON | PCI_EXP_SLTCTL_PWR_IND_ON
+              : PCI_EXP_SLTCTL_PWR_OFF | PCI_EXP_SLTCTL_PWR_IND_OFF;
+    qpci_config_writew(port, exp + PCI_EXP_SLTCTL, ctl);
+}
+
+static void slot_ack_events(QPCIDevice *port, uint8_t exp)
+{
+    qpci_config_writew(port, exp + PCI_EXP_SLTSTA,
+                       PCI_EXP_SLTSTA_ABP | PCI_EXP_SLTSTA_PDC |
+                       PCI_EXP_SLTSTA_CC | PCI_EXP_SLTSTA_DLLSC);
+}
+
+/* Plug an ixgbe into the port, power the slot and check it works */
+static void hotplug_one(QOSState *qs, QPCIDevice *port, uint8_t exp,
+                        int secbus)
+{
+    QPCIDevice *dev;
+    QPCIBar bar;
+    uint16_t sta;
+
+    qtest_qmp_device_add(qs->qts, "ixgbe", "hp0",
+                         "{'bus': 'rp0', 'mac': '" IXGBE_TEST_MAC "', "
+                         "'romfile': ''}");
+    sta = qpci_config_readw(port, exp + PCI_EXP_SLTSTA);
+    g_assert_cmphex(sta & PCI_EXP_SLTSTA_PDS, ==, PCI_EXP_SLTSTA_PDS);
+    g_assert_cmphex(sta & PCI_EXP_SLTSTA_PDC, ==, PCI_EXP_SLTSTA_PDC);
+    slot_ack_events(port, exp);
+    slot_power(port, exp, true);
+
+    dev = qpci_device_find(qs->pcibus, QPCI_DEVFN(secbus << 5, 0));
+    g_assert(dev);
+    g_assert_cmphex(qpci_config_readw(dev, PCI_VENDOR_ID), ==,
+                    PCI_VENDOR_ID_INTEL);
+    g_assert_cmphex(qpci_config_readw(dev, PCI_DEVICE_ID), ==, 0x1517);
+    g_assert_cmphex(qpci_find_capability(dev, PCI_CAP_ID_MSIX, 0), ==, 0x70);
+    /* Behind a root port it is a PCI Express endpoint */
+    g_assert_cmphex(qpci_config_readw(dev, 0xa0 + PCI_EXP_FLAGS) &
+                    PCI_EXP_FLAGS_TYPE, ==, PCI_EXP_TYPE_ENDPOINT << 4);
+
+    /* Registers reachable through the port's memory window */
+    bar = qpci_iomap(dev, 0, NULL);
+    g_assert_cmphex(bar.addr >> 20, >=,
+                    qpci_config_readw(port, PCI_MEMORY_BASE) >> 4);
+    g_assert_cmphex((bar.addr + 128 * KiB - 1) >> 20, <=,
+                    qpci_config_readw(port, PCI_MEMORY_LIMIT) >> 4);
+    qpci_device_enable(dev);
+    g_assert_cmphex(qpci_io_readl(dev, bar, IXGBE_STATUS), !=, 0xffffffff);
+    g_assert_cmphex(qpci_io_readl(dev, bar, IXGBE_RAL0), ==, IXGBE_TEST_RAL);
+    g_assert_cmphex(qpci_io_readl(dev, bar, IXGBE_RAL0 + 4), ==,
+                    IXGBE_TEST_RAH | IXGBE_RAH_AV);
+    g_free(dev);
+}
+
+static void hotunplug_one(QOSState *qs, QPCIDevice *port, uint8_t exp,
+                          int secbus)
+{
+    QPCIDevice *dev;
+    uint16_t sta;
+
+    /* device_del presses the attention button; the OS powers the slot off */
+    qtest_qmp_device_del_send(qs->qts, "hp0");
+    sta = qpci_config_readw(port, exp + PCI_EXP_SLTSTA);
+    g_assert_cmphex(sta & PCI_EXP_SLTSTA_ABP, ==, PCI_EXP_SLTSTA_ABP);
+    slot_ack_events(port, exp);
+    slot_power(port, exp, false);
+    wait_device_deleted(qs->qts, "hp0");
+
+    sta = qpci_config_readw(port, exp + PCI_EXP_SLTSTA);
+    g_assert_cmphex(sta & PCI_EXP_SLTSTA_PDS, ==, 0);
+    dev = qpci_device_find(qs->pcibus, QPCI_DEVFN(secbus << 5, 0));
+    g_assert_null(dev);
+}
+
+static void test_hotplug(void)
+{
+    QOSState *qs;
+    QPCIDevice *port;
+    uint8_t exp;
+    int secbus;
+
+    qs = qtest_pc_boot("-M q35 -nodefaults "
+                       "-global ICH9-LPC.acpi-pci-hotplug-with-bridge-support"
+                       "=off "
+                       "-device pcie-root-port,id=rp0,bus=pcie.0,"
+                       "chassis=1,addr=%d", HP_PORT_SLOT);
+
+    /* Firmware's job: bus numbers and a memory window for the port */
+    g_assert_cmpint(qpci_secondary_buses_init(qs->pcibus), ==, 1);
+    port = qpci_device_find(qs->pcibus, QPCI_DEVFN(HP_PORT_SLOT, 0));
+    g_assert(port);
+    secbus = qpci_config_readb(port, PCI_SECONDARY_BUS);
+    g_assert_cmpint(secbus, ==, 1);
+    qpci_config_writew(port, PCI_MEMORY_BASE, 0xe000);
+    qpci_config_writew(port, PCI_MEMORY_LIMIT, 0xeff0);
+    qpci_device_enable(port);
+
+    exp = qpci_find_capability(port, PCI_CAP_ID_EXP, 0);
+    g_assert_cmphex(exp, !=, 0);
+    g_assert_cmphex(qpci_config_readl(port, exp + PCI_EXP_SLTCAP) &
+                    PCI_EXP_SLTCAP_HPC, ==, PCI_EXP_SLTCAP_HPC);
+    g_assert_cmphex(qpci_config_readw(port, exp + PCI_EXP_SLTSTA) &
+                    PCI_EXP_SLTSTA_PDS, ==, 0);
+    g_assert_null(qpci_device_find(qs->pcibus, QPCI_DEVFN(secbus << 5, 0)));
+
+    hotplug_one(qs, port, exp, secbus);
+    hotunplug_one(qs, port, exp, secbus);
+    /* A second round: unplug left nothing behind that blocks a new plug */
+    hotplug_one(qs, port, exp, secbus);
+    hotunplug_one(qs, port, exp, secbus);
+
+    g_free(port);
+    qtest_shutdown(qs);
+}
+
+static void test_device_present(void)
+{
+    g_assert_true(qtest_has_device("ixgbe"));
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+
+    qtest_add_func("ixgbe/toeplitz-reference", test_toeplitz_reference);
+    qtest_add_func("ixgbe/device-present", test_device_present);
+    if (!qtest_has_device("ixgbe")) {
+        /* device-present fails and says why; the rest cannot start */
+        return g_test_run();
+    }
+    qtest_add_func("ixgbe/init/pci", test_init_pci);
+    qtest_add_func("ixgbe/init/registers", test_init_registers);
+    qtest_add_func("ixgbe/reset", test_reset);
+    qtest_add_func("ixgbe/tx", test_tx);
+    qtest_add_func("ixgbe/rx", test_rx);
+    qtest_add_func("ixgbe/rss", test_rss);
+    qtest_add_func("ixgbe/msix-routing", test_msix_routing);
+    qtest_add_func("ixgbe/eitr", test_eitr);
+    qtest_add_func("ixgbe/link", test_link);
+    qtest_add_func("ixgbe/bad-input/tx-ring", test_bad_tx_ring);
+    qtest_add_func("ixgbe/bad-input/tx-zero-length", test_bad_tx_zero_length);
+    qtest_add_func("ixgbe/bad-input/rx-ring", test_bad_rx_ring);
+    qtest_add_func("ixgbe/bad-input/tx-buffer", test_bad_tx_buffer);
+    qtest_add_func("ixgbe/hotplug", test_hotplug);
+
+    return g_test_run();
+}
