@@ -1,0 +1,318 @@
+#!/usr/bin/env bash
+# Build the patched QEMU with the project's ixgbe device:
+#
+#   1. scripts/fetch-qemu.sh puts the QEMU source in $BUILD_DIR/qemu-src;
+#   2. the pristine tree becomes a git repository (commit "pristine", tag
+#      "pristine") once, so the patch state is tracked;
+#   3. qemu-patches/*.patch are applied in order ('git am'); when the series
+#      changes, the tree is reset to pristine and the series applied again;
+#   4. the project's own files are symlinked into the tree (same relative
+#      paths): hw/net/ixgbe*.[ch], tests/qtest/ixgbe*.c,
+#      tests/qtest/libqos/ixgbe*.[ch];
+#   5. configure runs once into $BUILD_DIR/qemu-build (again only when the
+#      option list or the source changes);
+#   6. ninja builds qemu-system-x86_64 and the qtest binaries for the ixgbe
+#      test. Rebuilds recompile only what changed.
+#
+# Environment:
+#   BUILD_DIR             build directory (default: <repo>/build)
+#   QEMU_SRC, QEMU_DEB_*  see scripts/fetch-qemu.sh
+#   NINJA_JOBS            ninja -j value (default: ninja's own)
+#   EXTRA_NINJA_TARGETS   more ninja targets to build (space separated)
+#   EXTRA_CONFIGURE_ARGS  more configure arguments (space separated)
+#   IXGBE_ALLOW_WARNINGS  1 = do not fail on compiler warnings in the
+#                         project's own files (default: fail)
+#
+# Usage: scripts/build-qemu.sh [--stamp FILE]
+#   --stamp FILE   on success, write the summary line to FILE (used by meson)
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+STAMP_FILE=""
+while (($#)); do
+    case "$1" in
+    --stamp)
+        (($# >= 2)) || die "--stamp needs a file name"
+        STAMP_FILE=$2
+        shift 2
+        ;;
+    -h | --help)
+        sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
+        exit 0
+        ;;
+    *) die "unknown argument: $1 (usage: scripts/build-qemu.sh [--stamp FILE])" ;;
+    esac
+done
+
+SRC_DIR="$BUILD_DIR/qemu-src"
+QBUILD_DIR="$BUILD_DIR/qemu-build"
+PATCH_DIR="$REPO_ROOT/qemu-patches"
+GIT_ID=(-c user.name="qemu-ixgbe build" -c user.email="build@qemu-ixgbe.invalid"
+    -c commit.gpgsign=false -c core.autocrlf=false -c advice.detachedHead=false)
+
+# Project files linked into the QEMU tree, as globs relative to the repo.
+LINK_GLOBS=(
+    'hw/net/ixgbe*.c' 'hw/net/ixgbe*.h'
+    'tests/qtest/ixgbe*.c'
+    'tests/qtest/libqos/ixgbe*.c' 'tests/qtest/libqos/ixgbe*.h'
+)
+
+# Debian's firmware directories (packages seabios, qemu-system-data,
+# ipxe-qemu), searched by the binary before its own data directory.
+FIRMWARE_DIRS=(/usr/share/qemu /usr/share/seabios /usr/lib/ipxe/qemu)
+
+CONFIGURE_ARGS=(
+    --target-list=x86_64-softmmu
+    --disable-docs
+    --disable-werror
+    --disable-download
+    --enable-slirp
+    --disable-gtk
+    --disable-sdl
+    --disable-vnc
+    --disable-opengl
+    --disable-spice
+    --disable-xen
+    --disable-rust
+    --disable-install-blobs
+    # No firmware is built here: use Debian's (seabios, qemu-system-data,
+    # ipxe-qemu), so the binary runs without -L (qtests need this too).
+    --firmwarepath="$(IFS=:; echo "${FIRMWARE_DIRS[*]}")"
+    --with-pkgversion=qemu-ixgbe
+    --python="$VENV_PYTHON"
+)
+# shellcheck disable=SC2206  # word splitting intended
+CONFIGURE_ARGS+=(${EXTRA_CONFIGURE_ARGS:-})
+
+t_start=$(now_s)
+
+[[ -x "$VENV_PYTHON" ]] || die "$VENV_PYTHON missing; run scripts/deps.sh first"
+need_cmd git ninja flock
+
+# One build at a time per build directory (meson, the demo and a user may
+# all call this script).
+exec 9>"$BUILD_DIR/.build-qemu.lock"
+if ! flock -n 9; then
+    log "another build-qemu is running in $BUILD_DIR; waiting for it"
+    flock 9
+fi
+
+# ------------------------------------------------------------ 1. source ---
+bash "$REPO_ROOT/scripts/fetch-qemu.sh" >"$BUILD_DIR/.fetch-qemu.out" ||
+    die "scripts/fetch-qemu.sh failed"
+src_ident="$(sed -n 's/^qemu-src: //p' "$BUILD_DIR/.fetch-qemu.out" | tail -n1)"
+[[ -n "$src_ident" ]] || die "scripts/fetch-qemu.sh did not report the source it used"
+qemu_version="$(tr -d '\n' <"$SRC_DIR/VERSION")"
+
+sgit() {
+    git -C "$SRC_DIR" "${GIT_ID[@]}" "$@"
+}
+
+# ---------------------------------------------------------- 2. pristine ---
+if ! sgit rev-parse -q --verify refs/tags/pristine >/dev/null 2>&1; then
+    log "recording the pristine tree as a git commit (once)"
+    rm -rf "$SRC_DIR/.git"
+    sgit init -q -b ixgbe-build
+    # Everything, including files a .gitignore would hide: the reset to
+    # pristine must restore the exact tree.
+    sgit add -A -f .
+    sgit commit -q --no-verify -m "pristine: $src_ident" ||
+        die "git commit of the pristine tree failed"
+    sgit tag pristine
+fi
+
+# ----------------------------------------------------------- 3. patches ---
+shopt -s nullglob
+patches=("$PATCH_DIR"/*.patch)
+shopt -u nullglob
+PATCH_STAMP="$SRC_DIR/.git/qemu-ixgbe-patches.sha256"
+want_patches="$(hash_files "${patches[@]}")"
+have_patches=""
+[[ -f "$PATCH_STAMP" ]] && have_patches="$(sed -n 1p "$PATCH_STAMP")"
+applied_head=""
+[[ -f "$PATCH_STAMP" ]] && applied_head="$(sed -n 2p "$PATCH_STAMP")"
+cur_head="$(sgit rev-parse HEAD)"
+
+# A patch that is a mailbox (git format-patch) goes through 'git am';
+# a plain diff through 'git apply' plus a commit named after the file.
+apply_one() {
+    local p=$1 name out
+    name="${p#"$REPO_ROOT"/}"
+    if head -n1 "$p" | grep -q '^From '; then
+        if ! out="$(sgit am -q --keep-cr --committer-date-is-author-date "$p" 2>&1)"; then
+            sgit am --abort >/dev/null 2>&1 || true
+            printf '%s\n' "$out" >&2
+            return 1
+        fi
+    else
+        if ! out="$(sgit apply --index "$p" 2>&1)"; then
+            printf '%s\n' "$out" >&2
+            return 1
+        fi
+        sgit commit -q --no-verify -m "Apply $name" || return 1
+    fi
+    log "applied $name"
+}
+
+if [[ "$want_patches" != "$have_patches" || "$cur_head" != "$applied_head" ]]; then
+    if [[ -n "$have_patches" || "$cur_head" != "$(sgit rev-parse pristine)" ]]; then
+        log "patch series changed: resetting the tree to pristine"
+    fi
+    sgit am --abort >/dev/null 2>&1 || true
+    sgit reset -q --hard pristine
+    # Untracked files (our symlinks, leftovers of a failed patch) go too;
+    # step 4 links the project files again.
+    sgit clean -q -f -d -x
+    rm -f "$PATCH_STAMP"
+    for p in "${patches[@]}"; do
+        if ! apply_one "$p"; then
+            sgit reset -q --hard pristine
+            sgit clean -q -f -d -x
+            die "patch ${p#"$REPO_ROOT"/} does not apply to QEMU $qemu_version ($src_ident); the tree was reset to pristine"
+        fi
+    done
+    printf '%s\n%s\n' "$want_patches" "$(sgit rev-parse HEAD)" >"$PATCH_STAMP"
+    log "patch series applied: ${#patches[@]} patch(es)"
+fi
+
+# ------------------------------------------------------------- 4. links ---
+linked=()
+shopt -s nullglob
+for g in "${LINK_GLOBS[@]}"; do
+    for f in "$REPO_ROOT"/$g; do
+        rel="${f#"$REPO_ROOT"/}"
+        dst="$SRC_DIR/$rel"
+        if [[ -e "$dst" && ! -L "$dst" ]]; then
+            die "$rel exists in the QEMU tree as a real file (from QEMU or a patch); the project's copy cannot be linked over it"
+        fi
+        mkdir -p "$(dirname "$dst")"
+        if [[ "$(readlink "$dst" 2>/dev/null || true)" != "$f" ]]; then
+            ln -sfn "$f" "$dst"
+        fi
+        linked+=("$rel")
+    done
+done
+shopt -u nullglob
+# Drop links whose project file is gone (deleted or renamed).
+while IFS= read -r -d '' l; do
+    if [[ "$(readlink "$l")" == "$REPO_ROOT"/* && ! -e "$l" ]]; then
+        log "removing stale link ${l#"$SRC_DIR"/}"
+        rm -f "$l"
+    fi
+done < <(find "$SRC_DIR/hw" "$SRC_DIR/tests" -type l -print0)
+
+# --------------------------------------------------------- 5. configure ---
+CONF_STAMP="$QBUILD_DIR/.qemu-ixgbe-configure"
+want_conf="$(printf '%s\n' "$src_ident" "$SRC_DIR" "${CONFIGURE_ARGS[@]}" | sha256sum | cut -d' ' -f1)"
+have_conf=""
+[[ -f "$CONF_STAMP" ]] && have_conf="$(<"$CONF_STAMP")"
+if [[ "$want_conf" != "$have_conf" || ! -f "$QBUILD_DIR/build.ninja" ]]; then
+    if [[ -d "$QBUILD_DIR" ]]; then
+        log "configuration changed: starting $QBUILD_DIR afresh"
+        rm -rf "$QBUILD_DIR"
+    fi
+    mkdir -p "$QBUILD_DIR"
+    log "configure ${CONFIGURE_ARGS[*]}"
+    if ! (cd "$QBUILD_DIR" && "$SRC_DIR/configure" "${CONFIGURE_ARGS[@]}") >"$BUILD_DIR/qemu-configure.log" 2>&1; then
+        tail -n 40 "$BUILD_DIR/qemu-configure.log" >&2
+        die "QEMU configure failed; full log: ${BUILD_DIR}/qemu-configure.log"
+    fi
+    printf '%s\n' "$want_conf" >"$CONF_STAMP"
+fi
+
+# Run from the build tree, QEMU looks for its firmware directories below
+# qemu-build/qemu-bundle (its relocatable layout); point them at Debian's.
+for d in "${FIRMWARE_DIRS[@]}"; do
+    [[ -d "$d" ]] || warn "firmware directory $d is missing (run scripts/deps.sh)"
+    mkdir -p "$QBUILD_DIR/qemu-bundle$(dirname "$d")"
+    ln -sfn "$d" "$QBUILD_DIR/qemu-bundle$d"
+done
+
+# ------------------------------------------------------------- 6. ninja ---
+ninja_has() {
+    ninja -C "$QBUILD_DIR" -t query "$1" >/dev/null 2>&1
+}
+
+targets=(qemu-system-x86_64)
+# The ixgbe qtest: a qgraph test (libqos driver present) lives in qos-test;
+# a stand-alone test gets a binary of its own named after its file.
+shopt -s nullglob
+qos_drivers=("$REPO_ROOT"/tests/qtest/libqos/ixgbe*.c)
+qtest_srcs=("$REPO_ROOT"/tests/qtest/ixgbe*-test.c)
+shopt -u nullglob
+if ((${#qos_drivers[@]})); then
+    targets+=(tests/qtest/qos-test)
+fi
+for t in "${qtest_srcs[@]}"; do
+    name="tests/qtest/$(basename "$t" .c)"
+    if ninja_has "$name"; then
+        targets+=("$name")
+    elif ((${#qos_drivers[@]} == 0)); then
+        warn "$name.c exists but the QEMU build has no target $name (is it listed in tests/qtest/meson.build by a patch?)"
+    fi
+done
+# shellcheck disable=SC2206
+targets+=(${EXTRA_NINJA_TARGETS:-})
+
+for t in "${targets[@]:1}"; do
+    ninja_has "$t" || die "the QEMU build has no ninja target '$t'"
+done
+
+ninja_args=(-C "$QBUILD_DIR")
+[[ -n "${NINJA_JOBS:-}" ]] && ninja_args+=(-j "$NINJA_JOBS")
+log "ninja ${targets[*]}"
+NINJA_LOG="$BUILD_DIR/qemu-ninja.log"
+# Show compiler output in full, progress lines only now and then, and
+# meson's output only in the log when ninja regenerates QEMU's build files.
+if nice -n 10 ninja "${ninja_args[@]}" "${targets[@]}" 2>&1 | tee "$NINJA_LOG" |
+    awk '/^\[[0-9]+\/[0-9]+\] / {
+            if ($0 ~ /Regenerating build files/) { regen = 1; print "  ninja: regenerating QEMU build files (meson)"; fflush() }
+            split(substr($1, 2), n, "/"); n[2] = n[2] + 0
+            if (n[1] > 0 && (n[1] % 250 == 0 || n[1] == n[2])) { print "  ninja: " n[1] "/" n[2]; fflush() }
+            next
+         }
+         regen && /^Running postconf script/ { regen = 0; next }
+         regen { next }
+         { print; fflush() }' >&2; then
+    rc=0
+else
+    rc=$? # pipefail: ninja's status (tee and awk do not fail)
+fi
+if ((rc != 0)); then
+    echo "---- last lines of ${NINJA_LOG}:" >&2
+    grep -vE '^\[[0-9]+/[0-9]+\] ' "$NINJA_LOG" | tail -n 40 >&2 || true
+    echo "----" >&2
+    die "ninja failed (exit $rc); full log: ${NINJA_LOG}"
+fi
+steps="$(grep -cE '^\[[0-9]+/[0-9]+\] ' "$NINJA_LOG" || true)"
+
+# Our own files must compile without warnings, even though QEMU's tree is
+# built with -Werror off. Objects with warnings are deleted so the next build
+# compiles them (and reports them) again.
+own_warnings="$(grep -E '(^|/)(hw/net/ixgbe|tests/qtest/ixgbe|tests/qtest/libqos/ixgbe)[^:/]*:[0-9]+(:[0-9]+)?: warning:' "$NINJA_LOG" || true)"
+if [[ -n "$own_warnings" ]]; then
+    find "$QBUILD_DIR" -name '*ixgbe*.o' -delete
+    if [[ "${IXGBE_ALLOW_WARNINGS:-0}" == 1 ]]; then
+        warn "compiler warnings in the project's own files (IXGBE_ALLOW_WARNINGS=1):"
+        printf '%s\n' "$own_warnings" >&2
+    else
+        printf '%s\n' "$own_warnings" >&2
+        die "compiler warnings in the project's own files (see above); set IXGBE_ALLOW_WARNINGS=1 to continue anyway"
+    fi
+fi
+
+QEMU_BIN="$QBUILD_DIR/qemu-system-x86_64"
+[[ -x "$QEMU_BIN" ]] || die "$QEMU_BIN was not produced"
+ixgbe_state="ixgbe device: absent"
+if "$QEMU_BIN" -nodefaults -machine none -device help 2>/dev/null | grep -q '"ixgbe"'; then
+    ixgbe_state="ixgbe device: present"
+elif ((${#linked[@]})); then
+    warn "ixgbe sources are linked but qemu-system-x86_64 lists no 'ixgbe' device (is it hooked into hw/net/meson.build and Kconfig?)"
+fi
+
+summary="$(printf 'build-qemu: OK: QEMU %s (%s), %d patch(es), %d linked file(s), %d ninja step(s), %s, targets: %s, in %s' \
+    "$qemu_version" "$src_ident" "${#patches[@]}" "${#linked[@]}" "$steps" "$ixgbe_state" \
+    "${targets[*]}" "$(fmt_duration $(($(now_s) - t_start)))")"
+[[ -n "$STAMP_FILE" ]] && printf '%s\n' "$summary" >"$STAMP_FILE"
+printf '%s\n' "$summary"

@@ -1,0 +1,90 @@
+# shellcheck shell=bash
+# Shared helpers for the project's shell scripts. Source it; do not run it.
+#
+#   . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+#
+# Sets REPO_ROOT (absolute path of the repository) and BUILD_DIR (absolute;
+# default "$REPO_ROOT/build", override with the BUILD_DIR environment variable).
+
+if [[ -n "${_QEMU_IXGBE_LIB_SH:-}" ]]; then
+    return 0
+fi
+_QEMU_IXGBE_LIB_SH=1
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+BUILD_DIR="${BUILD_DIR:-$REPO_ROOT/build}"
+mkdir -p "$BUILD_DIR"
+BUILD_DIR="$(cd "$BUILD_DIR" && pwd -P)"
+export REPO_ROOT BUILD_DIR
+
+# Name used as the prefix of every message, e.g. "build-qemu".
+LOG_NAME="$(basename "${0%.sh}")"
+
+log() {
+    printf '[%s] %s\n' "$LOG_NAME" "$*" >&2
+}
+
+warn() {
+    printf '[%s] WARNING: %s\n' "$LOG_NAME" "$*" >&2
+}
+
+die() {
+    printf '[%s] ERROR: %s\n' "$LOG_NAME" "$*" >&2
+    exit 1
+}
+
+# Print the ERR location so a failing command inside a script names itself.
+_lib_on_err() {
+    local rc=$? cmd=$BASH_COMMAND
+    printf '[%s] ERROR: command failed (exit %d) at %s:%s: %s\n' \
+        "$LOG_NAME" "$rc" "${BASH_SOURCE[1]:-?}" "${BASH_LINENO[0]:-?}" "$cmd" >&2
+}
+trap _lib_on_err ERR
+
+need_cmd() {
+    local c
+    for c in "$@"; do
+        command -v "$c" >/dev/null 2>&1 ||
+            die "required command '$c' not found; run scripts/deps.sh first"
+    done
+}
+
+# Non-comment, non-blank lines of the given list files (one item per line,
+# '#' starts a comment), sorted and de-duplicated.
+read_list_files() {
+    local f
+    for f in "$@"; do
+        [[ -f "$f" ]] || continue
+        sed -e 's/#.*//' -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//' "$f"
+    done | awk 'NF' | sort -u
+}
+
+# sha256 over the names and contents of the given files (missing files hash
+# as absent), printed as one hex string.
+hash_files() {
+    local f
+    for f in "$@"; do
+        printf '%s\n' "${f#"$REPO_ROOT"/}"
+        if [[ -f "$f" ]]; then sha256sum <"$f"; else echo absent; fi
+    done | sha256sum | cut -d' ' -f1
+}
+
+# Seconds since the epoch, for timing summaries.
+now_s() {
+    date +%s
+}
+
+# Format a duration in seconds as "1m23s".
+fmt_duration() {
+    local s=$1
+    if ((s >= 60)); then
+        printf '%dm%02ds' $((s / 60)) $((s % 60))
+    else
+        printf '%ds' "$s"
+    fi
+}
+
+# The python interpreter of the project's virtualenv.
+VENV_DIR="$BUILD_DIR/venv"
+VENV_PYTHON="$VENV_DIR/bin/python3"
+export VENV_DIR VENV_PYTHON

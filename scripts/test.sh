@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The project's one test command (also what CI runs, via .ci/run):
+#
+#   scripts/deps.sh                      install/verify dependencies
+#   meson setup build                    (or --reconfigure when already set up)
+#   meson compile -C build               patched QEMU + guest images
+#   meson test -C build --print-errorlogs [ARGS...]
+#
+# Extra arguments go to 'meson test', e.g.  scripts/test.sh --suite guest
+# At the end every test's closing line (pytest's "N passed ...", etc.) is
+# printed, then one summary line "tests: N passed, N failed, N skipped".
+#
+# Environment: BUILD_DIR (default <repo>/build).
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+t0=$(now_s)
+bash "$REPO_ROOT/scripts/deps.sh"
+
+MESON="$VENV_DIR/bin/meson"
+[[ -x "$MESON" ]] || die "$MESON not found after scripts/deps.sh"
+
+if [[ -f "$BUILD_DIR/meson-private/coredata.dat" ]]; then
+    # Always reconfigure: test directories and qtest sources are discovered
+    # at configure time.
+    "$MESON" setup --reconfigure "$BUILD_DIR" "$REPO_ROOT" >"$BUILD_DIR/meson-setup.log" 2>&1 || {
+        cat "$BUILD_DIR/meson-setup.log" >&2
+        die "meson setup --reconfigure $BUILD_DIR failed"
+    }
+else
+    "$MESON" setup "$BUILD_DIR" "$REPO_ROOT" >"$BUILD_DIR/meson-setup.log" 2>&1 || {
+        cat "$BUILD_DIR/meson-setup.log" >&2
+        die "meson setup $BUILD_DIR failed"
+    }
+fi
+sed -n '/qemu-ixgbe$/,/^$/p' "$BUILD_DIR/meson-setup.log" >&2 || true
+
+# Listing the tests needs no build.
+for a in "$@"; do
+    if [[ "$a" == --list ]]; then
+        exec "$MESON" test -C "$BUILD_DIR" --no-rebuild "$@"
+    fi
+done
+
+log "meson compile -C $BUILD_DIR"
+"$MESON" compile -C "$BUILD_DIR" || die "meson compile -C $BUILD_DIR failed (see above)"
+t_built=$(now_s)
+
+log "meson test -C $BUILD_DIR --print-errorlogs $*"
+rm -f "$BUILD_DIR/meson-logs/testlog.json"
+rc=0
+# Everything was just built: no second (always-stale) build step.
+"$MESON" test -C "$BUILD_DIR" --no-rebuild --print-errorlogs "$@" || rc=$?
+log "build $(fmt_duration $((t_built - t0))), tests $(fmt_duration $(($(now_s) - t_built))), meson test exit $rc"
+
+# Per-test closing lines and one overall summary, read from meson's log.
+"$VENV_PYTHON" - "$BUILD_DIR/meson-logs/testlog.json" <<'PY' || rc=$((rc ? rc : 1))
+import json
+import re
+import sys
+
+CLOSING = re.compile(
+    r"(=+ .*\b(passed|failed|error|errors|skipped|deselected|no tests ran)\b.* in [0-9.]+s.* =+"
+    r"|^checkpatch: \d+ file\(s\) checked.*"
+    r"|^# (pass|fail|skip)\s+\d+"
+    r"|^\[run-qtest\] .*)$"
+)
+
+counts = {"passed": 0, "failed": 0, "skipped": 0}
+try:
+    with open(sys.argv[1], encoding="utf-8") as f:
+        records = [json.loads(line) for line in f if line.strip()]
+except FileNotFoundError:
+    print("test.sh: no meson test log found", file=sys.stderr)
+    sys.exit(1)
+
+print()
+print("=" * 30 + " per-test results " + "=" * 30)
+for r in records:
+    result = r.get("result", "?")
+    if result in ("OK", "EXPECTEDFAIL"):
+        counts["passed"] += 1
+    elif result == "SKIP":
+        counts["skipped"] += 1
+    else:
+        counts["failed"] += 1
+    out = (r.get("stdout") or "") + "\n" + (r.get("stderr") or "")
+    closing = [ln.strip() for ln in out.splitlines() if CLOSING.search(ln.strip())]
+    detail = closing[-1] if closing else ""
+    print(f"{r.get('name', '?')}: {result} ({r.get('duration', 0):.1f}s) {detail}".rstrip())
+print()
+if not records:
+    print("test.sh: meson ran no test", file=sys.stderr)
+    sys.exit(1)
+print(f"tests: {counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped")
+sys.exit(1 if counts["failed"] else 0)
+PY
+exit "$rc"

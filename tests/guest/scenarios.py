@@ -1,0 +1,283 @@
+"""Test scenarios shared by the baseline NICs (QEMU's igb, e1000e,
+virtio-net) and the emulated 82599: the same code proves the method on a
+device known to work and then judges ixgbe."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from frames import FramePort
+from netcheck import (
+    device_problems,
+    format_records,
+    hashes_ports,
+    make_flows,
+    place_flows,
+    placement_report,
+    predict,
+    risen,
+    rx_queue_packets,
+    without,
+)
+from vm import (
+    VM,
+    HostIperf3Server,
+    KmsgRecord,
+    RssConfig,
+    dgram_netdev,
+    host_iperf3_client,
+    iperf3_summary,
+    mac_address,
+    nic_args,
+    user_netdev,
+)
+
+MakeVM = Callable[..., VM]
+
+GUEST_IP = "10.0.2.15"  # slirp's guest address (hostfwd targets it)
+HOST_IP = "10.0.2.2"  # slirp's gateway: the host's loopback
+# Addresses on emulated wires only (they never leave QEMU): TEST-NET-2.
+WIRE_NET = "198.51.100"
+
+
+@dataclasses.dataclass
+class Guest:
+    vm: VM
+    driver: str
+    devs: list[str]
+    macs: list[str]
+    boot_mark: float = 0.0  # guest uptime right after the driver loaded
+
+    @property
+    def dev(self) -> str:
+        return self.devs[0]
+
+    def pci_addresses(self) -> list[str]:
+        return [self.vm.pci_address(d) for d in self.devs]
+
+    def problems(self, since: float | None = None) -> list[KmsgRecord]:
+        """Warning-or-worse kernel log records about this NIC."""
+        return device_problems(self.vm.dmesg(since), self.driver, self.pci_addresses(), self.devs)
+
+
+def load_driver(vm: VM, driver: str) -> None:
+    if driver == "virtio_net":
+        vm.modprobe("virtio_pci")
+    vm.modprobe(driver)
+
+
+def boot_user_nic(
+    make_vm: MakeVM,
+    model: str,
+    driver: str,
+    *,
+    smp: int = 2,
+    hostfwd: Sequence[tuple[int, int]] = (),
+    append: str = "",
+    name: str = "vm",
+    device_opts: str = "",
+) -> Guest:
+    """A VM with one NIC on slirp (guest 10.0.2.15, host = 10.0.2.2), up."""
+    mac = mac_address(0)
+    vm = make_vm(
+        name=name,
+        smp=smp,
+        append=append,
+        args=nic_args(model, "n0", 0, mac, extra=device_opts) + user_netdev("n0", hostfwd),
+    )
+    load_driver(vm, driver)
+    devs = vm.wait_netdevs(driver, 1)
+    g = Guest(vm, driver, devs, [mac], vm.uptime())
+    vm.link_up(g.dev, f"{GUEST_IP}/24")
+    vm.wait_carrier(g.dev)
+    return g
+
+
+def boot_dgram_nic(
+    make_vm: MakeVM, model: str, driver: str, *, smp: int = 4, name: str = "vm"
+) -> tuple[Guest, FramePort]:
+    """A VM with one NIC whose wire is a unix datagram socket of the test."""
+    mac = mac_address(0)
+
+    # the socket paths live in the VM's private directory, made at VM creation
+    def args_for(vm_dir: Path) -> list[str]:
+        return nic_args(model, "w0", 0, mac) + dgram_netdev("w0", vm_dir / "nic", vm_dir / "host")
+
+    vm = make_vm(name=name, smp=smp, args_factory=args_for)
+    port = FramePort(vm.sock_path("host"), vm.sock_path("nic"))
+    load_driver(vm, driver)
+    devs = vm.wait_netdevs(driver, 1)
+    g = Guest(vm, driver, devs, [mac], vm.uptime())
+    vm.link_up(g.dev, f"{WIRE_NET}.1/24")
+    vm.wait_carrier(g.dev)
+    return g, port
+
+
+def boot_back_to_back(make_vm: MakeVM, model: str, driver: str, *, smp: int = 2) -> Guest:
+    """A VM with two NICs whose wires are connected to each other."""
+    macs = [mac_address(0), mac_address(1)]
+
+    def args_for(d: Path) -> list[str]:
+        return (
+            nic_args(model, "w0", 0, macs[0])
+            + nic_args(model, "w1", 1, macs[1])
+            + dgram_netdev("w0", d / "a", d / "b")
+            + dgram_netdev("w1", d / "b", d / "a")
+        )
+
+    vm = make_vm(smp=smp, args_factory=args_for)
+    load_driver(vm, driver)
+    devs = vm.wait_netdevs(driver, 2)[:2]
+    return Guest(vm, driver, devs, macs, vm.uptime())
+
+
+# ---------------------------------------------------------------- checks
+
+
+def assert_clean_log(
+    g: Guest, since: float | None = None, what: str = "", expected: Sequence[re.Pattern[str]] = ()
+) -> None:
+    """No kernel warnings/errors about the device, except `expected` ones."""
+    bad = without(g.problems(since), expected)
+    assert not bad, f"kernel warnings/errors about the {g.driver} device{what}:\n" + format_records(bad)
+
+
+def assert_selftest_pass(g: Guest, dev: str | None = None) -> None:
+    st = g.vm.selftest(dev or g.dev)
+    assert st.passed, f"ethtool -t offline failed:\n{st.output}"
+    assert len(st.results) == 5, f"expected five self-test results:\n{st.output}"
+    failed = {k: v for k, v in st.results.items() if v != 0}
+    assert not failed, f"self-test results not 0: {failed}\n{st.output}"
+
+
+def iperf3_both_ways(g: Guest, log_dir: Path, seconds: int = 3, min_mbps: float = 5.0) -> dict[str, float]:
+    """guest->host and host->guest TCP through slirp to an iperf3 on the
+    host's loopback. Returns Mbit/s per direction."""
+    out = {}
+    with HostIperf3Server(log_dir) as srv:
+        for name, reverse in (("guest->host", False), ("host->guest", True)):
+            mbps, _ = iperf3_summary(g.vm.iperf3_client(HOST_IP, srv.port, seconds, reverse=reverse))
+            out[name] = mbps
+    for name, mbps in out.items():
+        assert mbps >= min_mbps, f"iperf3 {name}: {mbps:.1f} Mbit/s < {min_mbps}"
+    return out
+
+
+def iperf3_hostfwd(g: Guest, host_port: int, seconds: int = 3, min_mbps: float = 5.0) -> float:
+    """host->guest TCP through a slirp hostfwd to an iperf3 server in the guest."""
+    g.vm.sh("iperf3 -s -D -1 -p 5201 --logfile /tmp/iperf3-server.log")
+    deadline = time.monotonic() + 30
+    while "LISTEN" not in g.vm.run("ss -ltn 'sport = :5201'").stdout:
+        assert time.monotonic() < deadline, "iperf3 server in the guest did not start"
+        time.sleep(0.3)
+    mbps, _ = iperf3_summary(host_iperf3_client(host_port, seconds))
+    assert mbps >= min_mbps, f"iperf3 host->guest via hostfwd: {mbps:.1f} Mbit/s < {min_mbps}"
+    return mbps
+
+
+def check_set_link(g: Guest, netdev_id: str = "n0") -> None:
+    """QMP set_link off/on: the guest sees its carrier go down and up."""
+    vm, dev = g.vm, g.dev
+    vm.qmp("set_link", name=netdev_id, up=False)
+    vm.wait_carrier(dev, up=False, timeout=60)
+    # ip link follows the carrier once the kernel's linkwatch has run
+    vm.wait_until(
+        f"ip link to show {dev} NO-CARRIER", lambda: "NO-CARRIER" in vm.sh(f"ip link show {dev}"), 30
+    )
+    vm.qmp("set_link", name=netdev_id, up=True)
+    vm.wait_carrier(dev, up=True, timeout=60)
+    vm.wait_until(
+        f"ip link to show {dev} LOWER_UP",
+        lambda: (
+            "LOWER_UP" in vm.sh(f"ip link show {dev}") and "NO-CARRIER" not in vm.sh(f"ip link show {dev}")
+        ),
+        30,
+    )
+
+
+def check_rss(
+    g: Guest,
+    port: FramePort,
+    key: bytes,
+    rss: RssConfig,
+    nqueues: int,
+    flow_count: int = 64,
+) -> str:
+    """Every flow lands on exactly one RX queue, the one the reference
+    Toeplitz hash and the guest's RETA predict; all `nqueues` queues get flows."""
+    vm, dev = g.vm, g.dev
+    ports = {
+        "udp": hashes_ports(vm.rx_flow_hash(dev, "udp4")),
+        "tcp": hashes_ports(vm.rx_flow_hash(dev, "tcp4")),
+    }
+    assert ports["tcp"], "TCP/IPv4 RSS does not hash the ports"
+    flows = make_flows(f"{WIRE_NET}.1", flow_count)
+    placed = predict(place_flows(vm, dev, port, flows, g.macs[0]), key, rss.reta, ports)
+    report = placement_report(placed)
+    lost = [p for p in placed if p.queue is None]
+    assert not lost, f"flows not received on exactly one queue:\n{report}"
+    wrong = [p for p in placed if p.queue != p.predicted]
+    assert not wrong, f"{len(wrong)} of {len(placed)} flows on another queue than predicted:\n{report}"
+    used = {p.queue for p in placed if p.queue is not None}
+    assert used == set(range(nqueues)), f"flows reached queues {sorted(used)}, not all {nqueues}:\n{report}"
+    return report
+
+
+def check_back_to_back(
+    g: Guest,
+    log_dir: Path,
+    mtus: Sequence[int] = (1500, 9000),
+    seconds: int = 3,
+    tolerated: frozenset[str] = frozenset(),
+) -> dict[str, float]:
+    """Port 0 in the root namespace, port 1 in namespace "peer": ping at each
+    MTU with DF set and a full-size payload, then iperf3 both ways; no error
+    counter rises (except those named in `tolerated`). Returns Mbit/s per
+    direction."""
+    vm = g.vm
+    a, b = g.devs
+    vm.sh(f"ip netns add peer && ip link set {b} netns peer")
+    vm.link_up(a, f"{WIRE_NET}.1/24")
+    vm.link_up(b, f"{WIRE_NET}.2/24", netns="peer")
+    vm.wait_carrier(a)
+    vm.wait_until(
+        f"carrier on {b} in netns peer",
+        lambda: vm.run(f"ip netns exec peer cat /sys/class/net/{b}/carrier").stdout.strip() == "1",
+    )
+    before = (vm.ethtool_stats(a), vm.ethtool_stats(b, netns="peer"))
+    out: dict[str, float] = {}
+    for mtu in mtus:
+        vm.sh(f"ip link set {a} mtu {mtu} && ip netns exec peer ip link set {b} mtu {mtu}")
+        payload = mtu - 28  # IPv4 + ICMP headers
+        r = vm.ping(f"{WIRE_NET}.2", count=5, size=payload, dont_fragment=True)
+        assert r.ok and " 0% packet loss" in r.stdout, f"ping at MTU {mtu} failed:\n{r.stdout}"
+        r = vm.ping(f"{WIRE_NET}.1", count=3, size=payload, dont_fragment=True, netns="peer")
+        assert r.ok and " 0% packet loss" in r.stdout, f"ping back at MTU {mtu} failed:\n{r.stdout}"
+    vm.sh("ip netns exec peer iperf3 -s -D -p 5201 --logfile /tmp/iperf3-peer.log")
+    vm.wait_until(
+        "iperf3 server in netns peer",
+        lambda: "LISTEN" in vm.run("ip netns exec peer ss -ltn 'sport = :5201'").stdout,
+    )
+    for name, reverse in ((f"{a}->{b}", False), (f"{b}->{a}", True)):
+        mbps, _ = iperf3_summary(vm.iperf3_client(f"{WIRE_NET}.2", 5201, seconds, reverse=reverse))
+        assert mbps > 1.0, f"iperf3 {name}: {mbps:.2f} Mbit/s"
+        out[name] = mbps
+    after = (vm.ethtool_stats(a), vm.ethtool_stats(b, netns="peer"))
+    for dev, b4, af in ((a, before[0], after[0]), (b, before[1], after[1])):
+        up = {k: v for k, v in risen(b4, af).items() if k not in tolerated}
+        assert not up, f"error counters rose on {dev}: {up}"
+    return out
+
+
+def rx_total(g: Guest, dev: str | None = None) -> int:
+    return sum(rx_queue_packets(g.vm.ethtool_stats(dev or g.dev)).values())
+
+
+def assert_qemu_quiet(vm: VM) -> None:
+    """Nothing on QEMU's stderr and nothing in its -d guest_errors log."""
+    problems = vm.qemu_problems()
+    assert not problems, f"QEMU reported problems:\n{problems}"

@@ -1,0 +1,88 @@
+"""ixgbe: probe, link, queues and MSI-X vectors, offline self-test (MSI-X
+and INTx), with 4 vCPUs and the stock Linux driver."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from netcheck import NOMSI_FALLBACK
+from scenarios import (
+    Guest,
+    assert_clean_log,
+    assert_qemu_quiet,
+    assert_selftest_pass,
+    boot_user_nic,
+)
+from vm import VMFactory
+
+pytestmark = pytest.mark.usefixtures("require_ixgbe")
+
+VCPUS = 4
+
+
+@pytest.fixture(scope="module")
+def g(require_ixgbe: None, make_module_vm: VMFactory) -> Guest:
+    return boot_user_nic(make_module_vm, "ixgbe", "ixgbe", smp=VCPUS, name="ixgbe")
+
+
+def test_probe_without_warnings(g: Guest) -> None:
+    assert_clean_log(g, what=" after probe")
+
+
+def test_link_10g(g: Guest) -> None:
+    settings = g.vm.ethtool(g.dev)
+    assert settings.get("Speed") == "10000Mb/s", settings
+    assert settings.get("Link detected") == "yes", settings
+
+
+def test_one_combined_queue_per_vcpu(g: Guest) -> None:
+    ch = g.vm.channels(g.dev)
+    assert ch["current"].get("Combined") == VCPUS, ch
+
+
+def test_msix_vectors(g: Guest) -> None:
+    text = g.vm.sh("cat /proc/interrupts")
+    rows = {line.split()[-1]: line for line in text.splitlines() if line.split()}
+    want = [f"{g.dev}-TxRx-{i}" for i in range(VCPUS)] + [g.dev]
+    missing = [w for w in want if w not in rows]
+    assert not missing, f"vectors {missing} not in /proc/interrupts:\n{text}"
+    extra = sorted(n for n in rows if re.fullmatch(rf"{g.dev}-TxRx-\d+", n) and n not in want)
+    assert not extra, f"unexpected queue vectors {extra}"
+    for w in want:
+        assert "MSI" in rows[w], f"{w} is not an MSI-X vector: {rows[w]}"
+    # traffic raises the queue vectors' counts
+    before = g.vm.interrupts()
+    assert g.vm.ping("10.0.2.2", count=5).ok
+    after = g.vm.interrupts()
+    assert sum(after[n] - before[n] for n in want[:-1]) > 0, "no queue interrupts during ping"
+
+
+def test_selftest_offline_msix(g: Guest) -> None:
+    assert_selftest_pass(g)
+    g.vm.wait_carrier(g.dev)
+    assert g.vm.ping("10.0.2.2").ok, "no traffic after the self-test"
+    assert_clean_log(g, since=g.boot_mark, what=" after the self-test")
+
+
+def test_qemu_quiet(g: Guest) -> None:
+    assert_qemu_quiet(g.vm)
+
+
+def test_selftest_offline_intx(require_ixgbe: None, make_vm: VMFactory) -> None:
+    g = boot_user_nic(make_vm, "ixgbe", "ixgbe", smp=VCPUS, append="pci=nomsi", name="ixgbe-intx")
+    rows = [
+        ln
+        for ln in g.vm.sh("cat /proc/interrupts").splitlines()
+        if ln.split() and ln.split()[-1].startswith(g.dev)
+    ]
+    assert rows, "no interrupt line for the device"
+    assert not any("MSI" in r for r in rows), "pci=nomsi but the device uses MSI:\n" + "\n".join(rows)
+    # the driver's own notes about falling back to INTx are expected here
+    assert_clean_log(g, what=" after probe with INTx", expected=NOMSI_FALLBACK)
+    assert_selftest_pass(g)
+    g.vm.wait_carrier(g.dev)
+    assert g.vm.ping("10.0.2.2").ok, "no traffic after the self-test"
+    assert_clean_log(g, what=" after the self-test with INTx", expected=NOMSI_FALLBACK)
+    assert_qemu_quiet(g.vm)

@@ -1,0 +1,42 @@
+"""ixgbe traffic: TCP both ways between guest and host, and between two
+ixgbe ports wired back to back (one in a network namespace), ping at MTU
+1500 and 9000, and no error counter rises."""
+
+from __future__ import annotations
+
+import pytest
+
+from netcheck import risen
+from scenarios import (
+    assert_clean_log,
+    assert_qemu_quiet,
+    boot_back_to_back,
+    boot_user_nic,
+    check_back_to_back,
+    iperf3_both_ways,
+    iperf3_hostfwd,
+)
+from vm import VMFactory, free_tcp_port
+
+pytestmark = pytest.mark.usefixtures("require_ixgbe")
+
+
+def test_tcp_guest_host(require_ixgbe: None, make_vm: VMFactory) -> None:
+    port = free_tcp_port()
+    g = boot_user_nic(make_vm, "ixgbe", "ixgbe", smp=4, hostfwd=[(port, 5201)], name="ixgbe")
+    before = g.vm.ethtool_stats(g.dev)
+    rates = iperf3_both_ways(g, g.vm.log_dir)
+    rates["host->guest (hostfwd)"] = iperf3_hostfwd(g, port)
+    print(f"ixgbe iperf3 Mbit/s: {rates}")
+    up = risen(before, g.vm.ethtool_stats(g.dev))
+    assert not up, f"error counters rose: {up}"
+    assert_clean_log(g)
+    assert_qemu_quiet(g.vm)
+
+
+def test_back_to_back_ports(require_ixgbe: None, make_vm: VMFactory) -> None:
+    g = boot_back_to_back(make_vm, "ixgbe", "ixgbe", smp=4)
+    rates = check_back_to_back(g, g.vm.log_dir, mtus=(1500, 9000))
+    print(f"ixgbe port-to-port iperf3 Mbit/s: {rates}")
+    assert_clean_log(g)
+    assert_qemu_quiet(g.vm)

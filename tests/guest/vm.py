@@ -1,0 +1,1100 @@
+"""Boot a test guest under our QEMU and drive it.
+
+A `VM` is one QEMU process running the project's guest image
+(`$BUILD_DIR/guest/<kernel>/{vmlinuz,initrd.img}`, made by
+scripts/build-guest.sh) with direct kernel boot on q35. It is driven through
+
+- QMP, over a unix socket the harness listens on (`vm.qmp("set_link", ...)`);
+- the serial console, where the image's agent (scripts/guest/guest-agent)
+  runs shell commands: `vm.run("ethtool eth0") -> Result(rc, stdout)`.
+
+Every VM writes its logs into its own directory: QEMU's stderr
+(`qemu-stderr.log`), QEMU's `-d guest_errors` log (`qemu-debug.log`), the raw
+console (`serial.log`), every command and its output (`agent.log`) and the
+guest's kernel log at shutdown (`dmesg.log`).
+
+Environment:
+  QEMU                 QEMU binary (default $BUILD_DIR/qemu-build/qemu-system-x86_64)
+  BUILD_DIR            build directory (default <repo>/build)
+  GUEST_ACCEL          tcg (default), kvm, or auto: use KVM only if a real
+                       boot under KVM works (probed once, result cached)
+  GUEST_TIMEOUT_SCALE  multiply every guest timeout (default 1)
+"""
+
+from __future__ import annotations
+
+import base64
+import ctypes
+import dataclasses
+import hashlib
+import json
+import logging
+import math
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from qemu.qmp.legacy import QEMUMonitorProtocol
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+KERNELS = ("6.1", "6.12")
+FIRMWARE_DIRS = (Path("/usr/share/qemu"), Path("/usr/share/seabios"))
+
+log = logging.getLogger("guest")
+
+T = TypeVar("T")
+
+
+# ----------------------------------------------------------------- locations
+def build_dir() -> Path:
+    return Path(os.environ.get("BUILD_DIR") or REPO_ROOT / "build").resolve()
+
+
+def qemu_binary() -> Path:
+    env = os.environ.get("QEMU")
+    path = Path(env) if env else build_dir() / "qemu-build" / "qemu-system-x86_64"
+    if not path.is_file() or not os.access(path, os.X_OK):
+        raise HarnessError(
+            f"QEMU binary {path} not found or not executable"
+            + ("" if env else " (build it with scripts/build-qemu.sh, or set QEMU=...)")
+        )
+    return path
+
+
+@dataclasses.dataclass(frozen=True)
+class GuestImage:
+    kernel: str
+    vmlinuz: Path
+    initrd: Path
+    release: str  # the kernel's `uname -r`
+
+
+def guest_image(kernel: str) -> GuestImage:
+    if kernel not in KERNELS:
+        raise HarnessError(f"unknown guest kernel {kernel!r}; expected one of {', '.join(KERNELS)}")
+    d = build_dir() / "guest" / kernel
+    vmlinuz, initrd, manifest = d / "vmlinuz", d / "initrd.img", d / "manifest.txt"
+    for f in (vmlinuz, initrd, manifest):
+        if not f.is_file():
+            raise HarnessError(f"guest image file {f} missing: run scripts/build-guest.sh {kernel}")
+    release = ""
+    for line in manifest.read_text().splitlines():
+        if line.startswith("kernel-release "):
+            release = line.split(None, 1)[1].strip()
+    return GuestImage(kernel, vmlinuz, initrd, release)
+
+
+def timeout_scale() -> float:
+    raw = os.environ.get("GUEST_TIMEOUT_SCALE", "1")
+    try:
+        value = float(raw)
+    except ValueError:
+        raise HarnessError(f"GUEST_TIMEOUT_SCALE must be a number, got {raw!r}") from None
+    if value <= 0:
+        raise HarnessError(f"GUEST_TIMEOUT_SCALE must be positive, got {raw!r}")
+    return value
+
+
+def scaled(seconds: float) -> float:
+    return seconds * timeout_scale()
+
+
+_device_cache: dict[Path, str] = {}
+
+
+def qemu_devices(qemu: Path | None = None) -> str:
+    """The output of `qemu -device help` (cached per binary)."""
+    binary = qemu or qemu_binary()
+    if binary not in _device_cache:
+        out = subprocess.run(
+            [str(binary), "-machine", "none", "-device", "help"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        if out.returncode != 0:
+            raise HarnessError(f"{binary} -device help failed ({out.returncode}): {out.stderr.strip()}")
+        _device_cache[binary] = out.stdout + out.stderr
+    return _device_cache[binary]
+
+
+def has_device(name: str, qemu: Path | None = None) -> bool:
+    return re.search(rf'^name "{re.escape(name)}"', qemu_devices(qemu), re.MULTILINE) is not None
+
+
+# ------------------------------------------------------------------- errors
+class HarnessError(Exception):
+    """The harness cannot do what was asked (missing files, bad arguments)."""
+
+
+class GuestError(Exception):
+    """The guest or QEMU misbehaved: died, hung, or answered garbage."""
+
+
+class CommandFailed(GuestError):
+    def __init__(self, result: Result) -> None:
+        self.result = result
+        super().__init__(
+            f"guest command failed (rc={result.rc}{', timed out' if result.timed_out else ''}): "
+            f"{result.cmd}\n--- output ---\n{result.stdout}"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    cmd: str
+    rc: int
+    stdout: str  # stdout and stderr together
+    timed_out: bool
+    seconds: float
+    raw: bytes = dataclasses.field(default=b"", repr=False)  # the output, undecoded
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0 and not self.timed_out
+
+    def check(self) -> Result:
+        if not self.ok:
+            raise CommandFailed(self)
+        return self
+
+
+def _die_with_parent() -> None:
+    """In a child process: get SIGKILL when the harness dies, so that no
+    QEMU outlives a killed test run (e.g. a test runner's timeout)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_set_pdeathsig = 1
+    libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+
+
+# ------------------------------------------------------------------- accel
+def _kvm_usable() -> bool:
+    return os.access("/dev/kvm", os.R_OK | os.W_OK)
+
+
+def choose_accel(image: GuestImage, qemu: Path, log_dir: Path) -> str:
+    """tcg, or kvm when asked for (GUEST_ACCEL=kvm) or when a probe boot works."""
+    want = os.environ.get("GUEST_ACCEL", "tcg").strip().lower()
+    if want in ("tcg", "kvm"):
+        if want == "kvm" and not _kvm_usable():
+            raise HarnessError("GUEST_ACCEL=kvm but /dev/kvm is not usable")
+        return want
+    if want != "auto":
+        raise HarnessError(f"GUEST_ACCEL must be tcg, kvm or auto, got {want!r}")
+    if not _kvm_usable():
+        return "tcg"
+    st = qemu.stat()
+    key = f"{qemu}:{st.st_mtime_ns}:{os.uname().release}:{image.release}"
+    cache = build_dir() / "guest" / "accel-probe.json"
+    try:
+        cached = json.loads(cache.read_text())
+        if cached.get("key") == key:
+            return str(cached["accel"])
+    except (OSError, ValueError, KeyError):
+        pass
+    # A real boot: KVM_CREATE_VM can work on hosts where a guest never runs.
+    accel = "tcg"
+    probe = VM(image, name="kvm-probe", log_dir=log_dir, accel="kvm", boot_timeout=30.0, qemu=qemu)
+    try:
+        probe.start()
+        if probe.run("echo kvm-ok", timeout=10).stdout.strip() == "kvm-ok":
+            accel = "kvm"
+    except (GuestError, HarnessError) as exc:
+        log.info("KVM probe boot failed, using TCG: %s", exc)
+    finally:
+        probe.shutdown()
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps({"key": key, "accel": accel}))
+    return accel
+
+
+# ----------------------------------------------------------------- console
+_RESULT_RE = re.compile(rb"@@AGENT-RESULT ([0-9a-f]+) (-?\d+) ([01]) (\d+) ([0-9a-f]{32})@@")
+_NOT_B64 = re.compile(rb"[^A-Za-z0-9+/=]")
+# A kernel message on the console: "[ seconds] text" up to its line end. The
+# kernel writes each one whole (under the port lock), possibly in the middle
+# of a line of the agent's, whose output never contains "[".
+_KMSG_ON_CONSOLE = re.compile(rb"\[\s*\d+\.\d+\] [^\n]*\n")
+
+
+def strip_kernel_messages(raw: bytes) -> bytes:
+    """The console stream without the kernel messages printed into it."""
+    return _KMSG_ON_CONSOLE.sub(b"", raw)
+
+
+class _Console:
+    """Reads the serial socket into a buffer (and serial.log) on a thread."""
+
+    def __init__(self, sock: socket.socket, logfile: Path) -> None:
+        self._sock = sock
+        self._buf = bytearray()
+        self._cond = threading.Condition()
+        self._closed = False
+        self._log = logfile.open("ab", buffering=0)
+        self._thread = threading.Thread(target=self._reader, name="serial-reader", daemon=True)
+        self._thread.start()
+
+    def _reader(self) -> None:
+        try:
+            while True:
+                try:
+                    data = self._sock.recv(65536)
+                except OSError:
+                    data = b""
+                if not data:
+                    break
+                self._log.write(data)
+                with self._cond:
+                    self._buf += data
+                    self._cond.notify_all()
+        finally:
+            with self._cond:
+                self._closed = True
+                self._cond.notify_all()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def send(self, data: bytes) -> None:
+        self._sock.sendall(data)
+
+    def size(self) -> int:
+        with self._cond:
+            return len(self._buf)
+
+    def wait_for(
+        self,
+        pattern: re.Pattern[bytes],
+        start: int,
+        deadline: float,
+        alive: Callable[[], bool],
+        clean: Callable[[bytes], bytes] | None = None,
+    ) -> re.Match[bytes] | None:
+        """First match of `pattern` in the stream from `start` on (after
+        `clean` when given), waiting until `deadline`."""
+        with self._cond:
+            while True:
+                if clean is None:
+                    m = pattern.search(self._buf, start)
+                else:
+                    m = pattern.search(clean(bytes(self._buf[start:])))
+                if m:
+                    return m
+                left = deadline - time.monotonic()
+                if left <= 0 or self._closed or not alive():
+                    return None
+                self._cond.wait(min(left, 0.5))
+
+    def text(self, start: int = 0, end: int | None = None) -> bytes:
+        with self._cond:
+            return bytes(self._buf[start:end])
+
+    def close(self) -> None:
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._sock.close()
+        self._thread.join(timeout=5)
+        self._log.close()
+
+
+# --------------------------------------------------------------- kernel log
+@dataclasses.dataclass(frozen=True)
+class KmsgRecord:
+    level: int  # 0 emerg .. 7 debug
+    facility: int  # 0 kernel
+    timestamp: float  # seconds since boot
+    text: str
+
+    @property
+    def is_warning_or_worse(self) -> bool:
+        return self.level <= 4
+
+
+_DMESG_RE = re.compile(r"^<(\d+)>\[\s*(\d+\.\d+)\]\s?(.*)$")
+
+
+def parse_dmesg_raw(text: str) -> list[KmsgRecord]:
+    """Parse `dmesg -r` output: `<prio>[ seconds] message` lines.
+
+    prio = facility * 8 + level. Lines without a prefix continue the previous
+    record.
+    """
+    records: list[KmsgRecord] = []
+    for line in text.splitlines():
+        m = _DMESG_RE.match(line)
+        if m:
+            prio = int(m.group(1))
+            records.append(KmsgRecord(prio & 7, prio >> 3, float(m.group(2)), m.group(3)))
+        elif records and line.strip():
+            last = records[-1]
+            records[-1] = dataclasses.replace(last, text=last.text + "\n" + line)
+    return records
+
+
+# ---------------------------------------------------------------- parsers
+def parse_ethtool_stats(text: str) -> dict[str, int]:
+    """`ethtool -S dev` -> {counter: value}."""
+    stats: dict[str, int] = {}
+    for line in text.splitlines():
+        m = re.match(r"^\s+([^:]+):\s+(-?\d+)\s*$", line)
+        if m:
+            stats[m.group(1).strip()] = int(m.group(2))
+    if not stats:
+        raise GuestError(f"no counters in ethtool -S output:\n{text}")
+    return stats
+
+
+def parse_ethtool_settings(text: str) -> dict[str, str]:
+    """`ethtool dev` -> {"Speed": "10000Mb/s", "Link detected": "yes", ...}."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        m = re.match(r"^\s+([A-Za-z][^:]*):\s*(.*)$", line)
+        if m:
+            out[m.group(1).strip()] = m.group(2).strip()
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class SelfTest:
+    passed: bool
+    results: dict[str, int]  # e.g. {"Register test  (offline)": 0, ...}
+    output: str
+
+
+def parse_selftest(text: str) -> SelfTest:
+    """`ethtool -t dev [offline|online]` output."""
+    m = re.search(r"The test result is (PASS|FAIL)", text)
+    if not m:
+        raise GuestError(f"no test result in ethtool -t output:\n{text}")
+    results: dict[str, int] = {}
+    after = text.split("The test extra info:", 1)
+    if len(after) == 2:
+        for line in after[1].splitlines():
+            r = re.match(r"^(.*\S)\s+(-?\d+)\s*$", line)
+            if r:
+                results[r.group(1).strip()] = int(r.group(2))
+    return SelfTest(m.group(1) == "PASS", results, text)
+
+
+def parse_channels(text: str) -> dict[str, dict[str, int]]:
+    """`ethtool -l dev` -> {"max": {"Combined": 63, ...}, "current": {...}}."""
+    section = ""
+    out: dict[str, dict[str, int]] = {"max": {}, "current": {}}
+    for line in text.splitlines():
+        if line.startswith("Pre-set maximums"):
+            section = "max"
+        elif line.startswith("Current hardware settings"):
+            section = "current"
+        else:
+            m = re.match(r"^(RX|TX|Other|Combined):\s+(\S+)", line)
+            if m and section:
+                value = m.group(2)
+                out[section][m.group(1)] = int(value) if value.isdigit() else 0
+    if not out["current"]:
+        raise GuestError(f"cannot parse ethtool -l output:\n{text}")
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class RssConfig:
+    reta: list[int]
+    key: bytes | None  # None when the driver cannot report it
+    hash_function: str  # e.g. "toeplitz" (the function marked "on")
+
+
+def parse_rss(text: str) -> RssConfig:
+    """`ethtool -x dev` -> redirection table, hash key and active function."""
+    reta: list[int] = []
+    key: bytes | None = None
+    func = ""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        m = re.match(r"^\s*(\d+):\s+((?:\d+\s*)+)$", line)
+        if m:
+            start = int(m.group(1))
+            values = [int(v) for v in m.group(2).split()]
+            if start != len(reta):
+                raise GuestError(f"RETA rows out of order at {start}:\n{text}")
+            reta.extend(values)
+        elif line.startswith("RSS hash key:") and i + 1 < len(lines):
+            hexkey = lines[i + 1].strip()
+            if re.fullmatch(r"[0-9a-fA-F]{2}(:[0-9a-fA-F]{2})*", hexkey):
+                key = bytes.fromhex(hexkey.replace(":", ""))
+        f = re.match(r"^\s*(\w+):\s+on\s*$", line)
+        if f:
+            func = f.group(1)
+    if not reta:
+        raise GuestError(f"cannot parse ethtool -x output:\n{text}")
+    return RssConfig(reta, key, func)
+
+
+def parse_interrupts(text: str) -> dict[str, int]:
+    """/proc/interrupts -> {action name: total count over all CPUs}."""
+    lines = text.splitlines()
+    if not lines:
+        raise GuestError("empty /proc/interrupts")
+    ncpu = len(lines[0].split())
+    out: dict[str, int] = {}
+    for line in lines[1:]:
+        parts = line.split()
+        if not parts or not parts[0].endswith(":") or not parts[0][:-1].isdigit():
+            continue
+        counts = [int(p) for p in parts[1 : 1 + ncpu] if p.isdigit()]
+        name = parts[-1]
+        out[name] = sum(counts)
+    return out
+
+
+# ----------------------------------------------------------------------- VM
+class VM:
+    """One QEMU process with the test guest. Use as a context manager, or
+    call start() and shutdown() (shutdown always kills QEMU)."""
+
+    def __init__(
+        self,
+        image: GuestImage,
+        *,
+        name: str = "vm",
+        log_dir: Path,
+        smp: int = 1,
+        memory_mb: int = 768,
+        args: Sequence[str] = (),
+        args_factory: Callable[[Path], Sequence[str]] | None = None,
+        append: str = "",
+        accel: str | None = None,
+        qemu: Path | None = None,
+        boot_timeout: float = 180.0,
+    ) -> None:
+        if smp < 1 or memory_mb < 128:
+            raise HarnessError(f"bad VM size: smp={smp} memory={memory_mb}M")
+        self.image = image
+        self.name = name
+        self.qemu = qemu or qemu_binary()
+        self.smp = smp
+        self.memory_mb = memory_mb
+        self.extra_args = list(args)
+        self.append = append
+        self.accel = accel
+        self.boot_timeout = boot_timeout
+        self.log_dir = log_dir / name
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        # unix socket paths must stay short (108 bytes): use a private tmp dir
+        self._sock_dir = Path(tempfile.mkdtemp(prefix="guestvm.", dir="/tmp"))
+        if args_factory is not None:
+            # arguments that name sockets in the VM's private directory
+            self.extra_args += list(args_factory(self._sock_dir))
+        self.stderr_log = self.log_dir / "qemu-stderr.log"
+        self.debug_log = self.log_dir / "qemu-debug.log"
+        self.serial_log = self.log_dir / "serial.log"
+        self.agent_log = self.log_dir / "agent.log"
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._console: _Console | None = None
+        self._qmp: QEMUMonitorProtocol | None = None
+        self._lock = threading.Lock()
+        self._agent_fh = self.agent_log.open("a", encoding="utf-8")
+        self.release = ""
+        self._ready = False  # the agent answered
+
+    # -------------------------------------------------------------- paths
+    def sock_path(self, name: str) -> Path:
+        """A short path for a unix socket that belongs to this VM."""
+        return self._sock_dir / name
+
+    # ---------------------------------------------------------- lifecycle
+    def command_line(self, accel: str) -> list[str]:
+        for d in FIRMWARE_DIRS:
+            if not d.is_dir():
+                raise HarnessError(
+                    f"firmware directory {d} missing (Debian packages qemu-system-data, seabios)"
+                )
+        cmdline = " ".join(
+            p
+            for p in (
+                "console=ttyS0,115200",
+                "printk.time=1",
+                "panic=-1",
+                "oops=panic",
+                "log_buf_len=8M",
+                "printk.devkmsg=on",
+                self.append,
+            )
+            if p
+        )
+        return [
+            str(self.qemu),
+            "-name", f"guest={self.name},debug-threads=on",
+            "-machine", "q35",
+            "-accel", accel,
+            "-smp", str(self.smp),
+            "-m", f"{self.memory_mb}M",
+            "-nodefaults",
+            "-no-user-config",
+            "-display", "none",
+            "-no-reboot",
+            "-L", str(FIRMWARE_DIRS[0]),
+            "-L", str(FIRMWARE_DIRS[1]),
+            "-kernel", str(self.image.vmlinuz),
+            "-initrd", str(self.image.initrd),
+            "-append", cmdline,
+            "-chardev", f"socket,id=con0,path={self.sock_path('serial')}",
+            "-serial", "chardev:con0",
+            "-chardev", f"socket,id=qmp0,path={self.sock_path('qmp')}",
+            "-mon", "chardev=qmp0,mode=control",
+            "-D", str(self.debug_log),
+            "-d", "guest_errors",
+            *self.extra_args,
+        ]  # fmt: skip
+
+    def start(self) -> VM:
+        if self._proc is not None:
+            raise HarnessError(f"VM {self.name} already started")
+        accel = self.accel or choose_accel(self.image, self.qemu, self.log_dir.parent)
+        serial_listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        serial_listener.bind(str(self.sock_path("serial")))
+        serial_listener.listen(1)
+        self._qmp = QEMUMonitorProtocol(str(self.sock_path("qmp")), server=True)
+        argv = self.command_line(accel)
+        self._note(f"# start: {shlex.join(argv)}")
+        log.info("%s: starting %s", self.name, shlex.join(argv))
+        with self.stderr_log.open("ab") as err:
+            self._proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=err,
+                stderr=err,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+        try:
+            serial_listener.settimeout(0.5)
+            deadline = time.monotonic() + scaled(30)
+            try:
+                while True:
+                    try:
+                        conn, _ = serial_listener.accept()
+                        break
+                    except TimeoutError:
+                        if not self.alive() or time.monotonic() > deadline:
+                            raise GuestError(
+                                f"QEMU did not connect its serial port{self._exit_note()}"
+                            ) from None
+            finally:
+                serial_listener.close()
+            self._console = _Console(conn, self.serial_log)
+            try:
+                self._qmp.accept(timeout=scaled(30))
+            except Exception as exc:  # qemu.qmp raises several types
+                raise GuestError(f"QMP connection failed: {exc}{self._exit_note()}") from exc
+            self._qmp.settimeout(scaled(60))
+            ready = self._console.wait_for(
+                re.compile(rb"@@AGENT-READY (\S+)@@"),
+                0,
+                time.monotonic() + scaled(self.boot_timeout),
+                self.alive,
+            )
+            if not ready:
+                raise GuestError(
+                    f"{self.name}: guest agent not ready after {scaled(self.boot_timeout):.0f}s"
+                    f"{self._exit_note()}\n--- console tail ---\n{self.console_tail()}"
+                )
+            self.release = ready.group(1).decode()
+            self._ready = True
+            self._note(f"# ready: kernel {self.release}, accel {accel}")
+        except BaseException:
+            self.shutdown()
+            raise
+        return self
+
+    def __enter__(self) -> VM:
+        return self.start() if self._proc is None else self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def _exit_note(self) -> str:
+        if self._proc is not None and self._proc.poll() is not None:
+            return f" (QEMU exited with {self._proc.returncode}: {self.stderr_tail().strip()})"
+        return ""
+
+    def shutdown(self, save_dmesg: bool = True) -> None:
+        """Stop QEMU; always kills it in the end. Safe to call twice."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None and save_dmesg and self._ready:
+            try:
+                out = self.run("dmesg -r", timeout=20)
+                (self.log_dir / "dmesg.log").write_text(out.stdout)
+            except (GuestError, OSError) as exc:
+                self._note(f"# dmesg at shutdown failed: {exc}")
+        if self._qmp is not None:
+            if proc is not None and proc.poll() is None:
+                try:
+                    self._qmp.settimeout(5)
+                    self._qmp.cmd("quit")
+                except Exception:  # noqa: BLE001 - QEMU may be gone already
+                    pass
+            try:
+                self._qmp.close()
+            except Exception:  # noqa: BLE001
+                pass
+            self._qmp = None
+        if proc is not None:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.wait(timeout=10)
+            self._note(f"# QEMU exited with {proc.returncode}")
+        if self._console is not None:
+            self._console.close()
+            self._console = None
+        if not self._agent_fh.closed:
+            self._agent_fh.close()
+        for p in self._sock_dir.glob("*"):
+            try:
+                p.unlink()
+            except OSError:
+                pass
+        try:
+            self._sock_dir.rmdir()
+        except OSError:
+            pass
+
+    @property
+    def pid(self) -> int | None:
+        """QEMU's process id."""
+        return None if self._proc is None else self._proc.pid
+
+    @property
+    def exit_code(self) -> int | None:
+        return None if self._proc is None else self._proc.poll()
+
+    def wait_exit(self, timeout: float) -> int:
+        """Wait for QEMU to exit on its own (e.g. after a guest panic)."""
+        if self._proc is None:
+            raise HarnessError("VM not started")
+        return self._proc.wait(timeout=timeout)
+
+    # --------------------------------------------------------------- logs
+    def _note(self, text: str) -> None:
+        if not self._agent_fh.closed:
+            self._agent_fh.write(text.rstrip("\n") + "\n")
+            self._agent_fh.flush()
+
+    def stderr_tail(self, n: int = 4000) -> str:
+        try:
+            return self.stderr_log.read_text(errors="replace")[-n:]
+        except OSError:
+            return ""
+
+    def console_position(self) -> int:
+        """Bytes received on the console so far (a mark for console_text)."""
+        return self._console.size() if self._console is not None else 0
+
+    def console_text(self, start: int = 0) -> str:
+        """The raw console stream from `start` on."""
+        if self._console is None:
+            return ""
+        return self._console.text(start).decode(errors="replace")
+
+    def console_tail(self, n: int = 4000) -> str:
+        if self._console is None:
+            try:
+                return self.serial_log.read_text(errors="replace")[-n:]
+            except OSError:
+                return ""
+        return self._console.text(max(0, self._console.size() - n)).decode(errors="replace")
+
+    def qemu_problems(self) -> str:
+        """Anything QEMU wrote to stderr or to its guest-error log."""
+        parts = []
+        for f in (self.stderr_log, self.debug_log):
+            try:
+                text = f.read_text(errors="replace").strip()
+            except OSError:
+                continue
+            if text:
+                parts.append(f"--- {f.name} ---\n{text}")
+        return "\n".join(parts)
+
+    # ---------------------------------------------------------------- QMP
+    def qmp(self, command: str, **args: Any) -> Any:
+        """Run a QMP command; returns its "return" value, raises on error."""
+        if self._qmp is None:
+            raise HarnessError(f"VM {self.name} is not running")
+        self._note(f"# qmp {command} {json.dumps(args)}")
+        return self._qmp.cmd(command, **args)
+
+    # ------------------------------------------------------------ console
+    def run(self, cmd: str, timeout: float = 60, check: bool = False) -> Result:
+        """Run a shell command (busybox sh) in the guest.
+
+        `timeout` is in (unscaled) seconds; the guest kills the command's
+        process group when it runs out and the result says timed_out.
+        """
+        with self._lock:
+            result = self._run(cmd, scaled(timeout))
+        return result.check() if check else result
+
+    def _run(self, cmd: str, timeout: float) -> Result:
+        console = self._console
+        if console is None or not self.alive():
+            raise GuestError(f"VM {self.name} is not running{self._exit_note()}")
+        cid = uuid.uuid4().hex[:16]
+        secs = max(1, math.ceil(timeout))
+        payload = base64.b64encode(cmd.encode())
+        lines = [b"D " + payload[i : i + 76] + b"\n" for i in range(0, len(payload), 76)]
+        t0 = time.monotonic()
+        self._note(f"$ {cmd}")
+        # Send in slices with a round trip in between, so the guest's tty
+        # input buffer never holds more than a couple of KiB.
+        for i in range(0, len(lines), 24):
+            console.send(b"".join(lines[i : i + 24]))
+            if i + 24 < len(lines):
+                self._ping(console)
+        start = console.size()
+        console.send(f"X {cid} {secs}\n".encode())
+        deadline = t0 + timeout + scaled(30)
+        for attempt in range(6):
+            res = self._collect(console, cid, start, deadline)
+            if res is not None:
+                rc, timed_out, data = res
+                out = data.decode(errors="replace")
+                result = Result(cmd, rc, out, timed_out, time.monotonic() - t0, data)
+                self._note(f"# rc={rc}{' TIMED OUT' if timed_out else ''} ({result.seconds:.1f}s)\n{out}")
+                return result
+            # damaged in transit: ask for the same result again
+            self._note(f"# result {cid} damaged on the console, asking again ({attempt + 1})")
+            time.sleep(attempt)
+            start = console.size()
+            console.send(f"G {cid}\n".encode())
+            deadline = time.monotonic() + scaled(30)
+        raise GuestError(f"result of guest command could not be read intact: {cmd}")
+
+    def _ping(self, console: _Console) -> None:
+        token = uuid.uuid4().hex[:8]
+        start = console.size()
+        console.send(f"P {token}\n".encode())
+        if not console.wait_for(
+            re.compile(rb"@@AGENT-PONG " + token.encode() + rb"@@"),
+            start,
+            time.monotonic() + scaled(30),
+            self.alive,
+        ):
+            raise GuestError(f"guest agent does not answer{self._exit_note()}")
+
+    def _collect(
+        self, console: _Console, cid: str, start: int, deadline: float
+    ) -> tuple[int, bool, bytes] | None:
+        """(rc, timed_out, output) of command `cid`, or None if damaged."""
+        block_re = re.compile(
+            rb"(@@AGENT-RESULT " + cid.encode() + rb" [^@\n]*@@)(.*?)@@AGENT-DONE " + cid.encode() + rb"@@",
+            re.DOTALL,
+        )
+        block = console.wait_for(block_re, start, deadline, self.alive, clean=strip_kernel_messages)
+        if block is None:
+            raise GuestError(
+                f"no (complete) answer from the guest agent{self._exit_note()}\n"
+                f"--- console tail ---\n{self.console_tail()}"
+            )
+        m = _RESULT_RE.fullmatch(block.group(1))
+        if m is None:
+            return None
+        rc, timed_out, nbytes, md5 = int(m.group(2)), m.group(3) == b"1", int(m.group(4)), m.group(5)
+        try:
+            data = base64.b64decode(_NOT_B64.sub(b"", block.group(2)), validate=True)
+        except ValueError:
+            return None
+        if len(data) != nbytes or hashlib.md5(data).hexdigest().encode() != md5:
+            return None
+        return rc, timed_out, data
+
+    # ------------------------------------------------------ guest helpers
+    def sh(self, cmd: str, timeout: float = 60) -> str:
+        """Run a command that must succeed; return its output."""
+        return self.run(cmd, timeout=timeout, check=True).stdout
+
+    def wait_until(
+        self, what: str, probe: Callable[[], T | None], timeout: float = 60, interval: float = 0.5
+    ) -> T:
+        """Call `probe` until it returns something other than None/False."""
+        deadline = time.monotonic() + scaled(timeout)
+        while True:
+            value = probe()
+            if value is not None and value is not False:
+                return value
+            if time.monotonic() > deadline:
+                raise GuestError(f"timed out after {scaled(timeout):.0f}s waiting for {what}")
+            time.sleep(interval)
+
+    def dmesg(self, since: float | None = None) -> list[KmsgRecord]:
+        """The guest kernel log; only records after `since` (seconds) if given."""
+        records = parse_dmesg_raw(self.sh("dmesg -r", timeout=30))
+        if since is not None:
+            records = [r for r in records if r.timestamp > since]
+        return records
+
+    def uptime(self) -> float:
+        """Seconds since guest boot, on the kernel log's clock (a mark for dmesg(since=))."""
+        return float(self.sh("cut -d' ' -f1 /proc/uptime").strip())
+
+    def modprobe(self, module: str, *params: str) -> None:
+        """Load a module (and its dependencies); a no-op for built-in ones."""
+        name = shlex.quote(module.replace("-", "_"))
+        self.sh(
+            f'grep -q "/{name}\\.ko$" /lib/modules/$(uname -r)/modules.builtin 2>/dev/null || '
+            + shlex.join(["modprobe", module, *params]),
+            timeout=120,
+        )
+
+    def rmmod(self, module: str) -> None:
+        self.sh(shlex.join(["rmmod", module]), timeout=120)
+
+    def netdevs(self, driver: str | None = None) -> list[str]:
+        """Network interfaces (by PCI address order when bound to a driver)."""
+        out = self.sh(
+            "for d in /sys/class/net/*; do n=${d##*/}; "
+            'drv=$(basename "$(readlink $d/device/driver 2>/dev/null)" 2>/dev/null); '
+            'bus=$(basename "$(readlink $d/device 2>/dev/null)" 2>/dev/null); '
+            'echo "$n ${drv:--} ${bus:--}"; done'
+        )
+        rows = [ln.split() for ln in out.splitlines() if len(ln.split()) == 3]
+        if driver is not None:
+            rows = [r for r in rows if r[1] == driver]
+            rows.sort(key=lambda r: r[2])
+        return [r[0] for r in rows]
+
+    def wait_netdevs(self, driver: str, count: int = 1, timeout: float = 60) -> list[str]:
+        """Wait until `count` interfaces bound to `driver` exist; return them."""
+
+        def probe() -> list[str] | None:
+            devs = self.netdevs(driver)
+            return devs if len(devs) >= count else None
+
+        return self.wait_until(f"{count} {driver} interface(s)", probe, timeout)
+
+    def pci_address(self, dev: str) -> str:
+        return self.sh(f"basename $(readlink /sys/class/net/{shlex.quote(dev)}/device)").strip()
+
+    def carrier(self, dev: str) -> bool | None:
+        """Carrier of an interface that is up (None when it is down)."""
+        r = self.run(f"cat /sys/class/net/{shlex.quote(dev)}/carrier")
+        if not r.ok:
+            return None
+        return r.stdout.strip() == "1"
+
+    def wait_carrier(self, dev: str, up: bool = True, timeout: float = 60) -> None:
+        self.wait_until(
+            f"carrier {'up' if up else 'down'} on {dev}",
+            lambda: self.carrier(dev) is up,
+            timeout,
+        )
+
+    def link_up(
+        self, dev: str, address: str | None = None, mtu: int | None = None, netns: str | None = None
+    ) -> None:
+        """Configure and bring up an interface (optionally inside a netns)."""
+        ns = f"ip netns exec {shlex.quote(netns)} " if netns else ""
+        q = shlex.quote(dev)
+        cmds = []
+        if mtu is not None:
+            cmds.append(f"{ns}ip link set {q} mtu {int(mtu)}")
+        if address is not None:
+            cmds.append(f"{ns}ip addr add {shlex.quote(address)} dev {q}")
+        cmds.append(f"{ns}ip link set {q} up")
+        self.sh(" && ".join(cmds))
+
+    def ethtool(self, dev: str) -> dict[str, str]:
+        return parse_ethtool_settings(self.sh(f"ethtool {shlex.quote(dev)}"))
+
+    def ethtool_stats(self, dev: str, netns: str | None = None) -> dict[str, int]:
+        ns = f"ip netns exec {shlex.quote(netns)} " if netns else ""
+        return parse_ethtool_stats(self.sh(f"{ns}ethtool -S {shlex.quote(dev)}"))
+
+    def channels(self, dev: str) -> dict[str, dict[str, int]]:
+        return parse_channels(self.sh(f"ethtool -l {shlex.quote(dev)}"))
+
+    def rss(self, dev: str) -> RssConfig:
+        return parse_rss(self.sh(f"ethtool -x {shlex.quote(dev)}"))
+
+    def rx_flow_hash(self, dev: str, flow_type: str) -> str:
+        """`ethtool -n dev rx-flow-hash <flow_type>` (e.g. tcp4, udp4) text."""
+        return self.sh(f"ethtool -n {shlex.quote(dev)} rx-flow-hash {shlex.quote(flow_type)}")
+
+    def interrupts(self) -> dict[str, int]:
+        return parse_interrupts(self.sh("cat /proc/interrupts"))
+
+    def selftest(self, dev: str, mode: str = "offline", timeout: float = 180) -> SelfTest:
+        if mode not in ("offline", "online", "external_lb"):
+            raise HarnessError(f"bad ethtool self-test mode {mode!r}")
+        r = self.run(f"ethtool -t {shlex.quote(dev)} {mode}", timeout=timeout)
+        if r.timed_out:
+            raise GuestError(f"ethtool -t {dev} {mode} timed out:\n{r.stdout}")
+        return parse_selftest(r.stdout)
+
+    def ping(
+        self,
+        address: str,
+        count: int = 3,
+        size: int | None = None,
+        dont_fragment: bool = False,
+        netns: str | None = None,
+        timeout: float = 60,
+    ) -> Result:
+        ns = f"ip netns exec {shlex.quote(netns)} " if netns else ""
+        opts = f"-c {int(count)} -i 0.2 -W 5"
+        if size is not None:
+            opts += f" -s {int(size)}"
+        if dont_fragment:
+            opts += " -M do"
+        return self.run(f"{ns}ping {opts} {shlex.quote(address)}", timeout=timeout)
+
+    def iperf3_client(
+        self, server: str, port: int, seconds: int = 5, reverse: bool = False, netns: str | None = None
+    ) -> dict[str, Any]:
+        """Run iperf3 -c in the guest and return its JSON report."""
+        ns = f"ip netns exec {shlex.quote(netns)} " if netns else ""
+        r = self.run(
+            f"{ns}iperf3 -c {shlex.quote(server)} -p {int(port)} -t {int(seconds)} -J"
+            + (" -R" if reverse else ""),
+            timeout=seconds + 60,
+        )
+        try:
+            report: dict[str, Any] = json.loads(r.stdout)
+        except ValueError:
+            raise GuestError(f"iperf3 in the guest failed (rc={r.rc}):\n{r.stdout}") from None
+        if "error" in report or not r.ok:
+            raise GuestError(f"iperf3 in the guest failed: {report.get('error', r.stdout)}")
+        return report
+
+
+# --------------------------------------------------------------- host side
+def free_tcp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class HostIperf3Server:
+    """`iperf3 -s` on the host's loopback for one test (killed at exit)."""
+
+    def __init__(self, log_dir: Path, port: int | None = None) -> None:
+        self.port = port or free_tcp_port()
+        self.log_path = log_dir / f"host-iperf3-{self.port}.log"
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> HostIperf3Server:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as fh:
+            self._proc = subprocess.Popen(
+                ["iperf3", "-s", "-B", "127.0.0.1", "-p", str(self.port)],
+                stdin=subprocess.DEVNULL,
+                stdout=fh,
+                stderr=fh,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return self
+            if self._proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        self.__exit__()
+        raise HarnessError(f"host iperf3 server did not start: {self.log_path.read_text()}")
+
+    def __exit__(self, *exc: object) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            os.killpg(self._proc.pid, signal.SIGKILL)
+            self._proc.wait(timeout=10)
+
+
+def host_iperf3_client(port: int, seconds: int = 5, reverse: bool = False) -> dict[str, Any]:
+    """iperf3 -c 127.0.0.1:port on the host (e.g. to a hostfwd port)."""
+    argv = ["iperf3", "-c", "127.0.0.1", "-p", str(port), "-t", str(seconds), "-J"]
+    if reverse:
+        argv.append("-R")
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + scaled(90), check=False)
+    try:
+        report: dict[str, Any] = json.loads(out.stdout)
+    except ValueError:
+        raise GuestError(f"host iperf3 failed ({out.returncode}): {out.stdout}{out.stderr}") from None
+    if "error" in report or out.returncode != 0:
+        raise GuestError(f"host iperf3 failed: {report.get('error', out.stderr)}")
+    return report
+
+
+def iperf3_summary(report: dict[str, Any]) -> tuple[float, int]:
+    """(received Mbit/s, sender retransmits) from an iperf3 JSON report."""
+    end = report["end"]
+    mbps = float(end["sum_received"]["bits_per_second"]) / 1e6
+    retrans = int(end.get("sum_sent", {}).get("retransmits", 0) or 0)
+    return mbps, retrans
+
+
+# ------------------------------------------------------ NIC argument helpers
+def nic_args(
+    model: str,
+    netdev: str,
+    index: int,
+    mac: str,
+    root_port: bool = True,
+    extra: str = "",
+) -> list[str]:
+    """-device arguments for a NIC; by default behind its own PCIe root port,
+    where an add-in card sits on real hardware."""
+    dev = f"{model},netdev={netdev},mac={mac},romfile=,id=nic{index}"
+    if extra:
+        dev += "," + extra
+    if not root_port:
+        return ["-device", dev]
+    port = f"rp{index}"
+    return [
+        "-device", f"pcie-root-port,id={port},chassis={index + 1},slot={index + 1}",
+        "-device", f"{dev},bus={port}",
+    ]  # fmt: skip
+
+
+def mac_address(index: int) -> str:
+    return f"52:54:00:12:34:{0x56 + index:02x}"
+
+
+def user_netdev(netdev: str, hostfwd: Sequence[tuple[int, int]] = ()) -> list[str]:
+    """-netdev user (slirp: guest 10.0.2.15, host loopback as 10.0.2.2)."""
+    opts = f"user,id={netdev},net=10.0.2.0/24,restrict=off"
+    for host_port, guest_port in hostfwd:
+        opts += f",hostfwd=tcp:127.0.0.1:{host_port}-:{guest_port}"
+    return ["-netdev", opts]
+
+
+def dgram_netdev(netdev: str, local: Path, remote: Path) -> list[str]:
+    """-netdev dgram over unix sockets: one Ethernet frame per datagram."""
+    return [
+        "-netdev",
+        f"dgram,id={netdev},local.type=unix,local.path={local},remote.type=unix,remote.path={remote}",
+    ]
+
+
+# make_vm(name=..., smp=..., args=[...], args_factory=..., append=...) -> started VM
+VMFactory = Callable[..., VM]
