@@ -234,6 +234,11 @@ ninja_has() {
     ninja -C "$QBUILD_DIR" -t query "$1" >/dev/null 2>&1
 }
 
+# Bring build.ninja up to date first (a changed patch series may add
+# targets), so that the queries below see the current target list.
+ninja -C "$QBUILD_DIR" build.ninja >>"$BUILD_DIR/qemu-ninja.log" 2>&1 ||
+    die "regenerating $QBUILD_DIR/build.ninja failed (see $BUILD_DIR/qemu-ninja.log)"
+
 targets=(qemu-system-x86_64)
 # The ixgbe qtest: a qgraph test (libqos driver present) lives in qos-test;
 # a stand-alone test gets a binary of its own named after its file.

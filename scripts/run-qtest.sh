@@ -20,6 +20,8 @@ export QTEST_QEMU_BINARY="$QEMU_BIN"
 QTEST_TIMEOUT="${QTEST_TIMEOUT:-600}"
 
 ran=0 failed=()
+TAP_LOG="$(mktemp)"
+trap 'rm -f "$TAP_LOG"' EXIT
 
 shopt -s nullglob
 standalone=("$QBUILD_DIR"/tests/qtest/ixgbe*-test)
@@ -28,7 +30,7 @@ for t in "${standalone[@]}"; do
     [[ -x "$t" ]] || continue
     log "running ${t#"$BUILD_DIR"/} --tap -k $*"
     ran=$((ran + 1))
-    timeout -k 10 "$QTEST_TIMEOUT" "$t" --tap -k "$@" || failed+=("$(basename "$t")")
+    timeout -k 10 "$QTEST_TIMEOUT" "$t" --tap -k "$@" | tee -a "$TAP_LOG" || failed+=("$(basename "$t")")
 done
 
 QOS_TEST="$QBUILD_DIR/tests/qtest/qos-test"
@@ -41,14 +43,21 @@ if [[ -x "$QOS_TEST" ]]; then
             args+=(-p "$p")
         done
         ran=$((ran + 1))
-        timeout -k 10 "$QTEST_TIMEOUT" "$QOS_TEST" --tap -k "${args[@]}" "$@" || failed+=(qos-test)
+        timeout -k 10 "$QTEST_TIMEOUT" "$QOS_TEST" --tap -k "${args[@]}" "$@" | tee -a "$TAP_LOG" || failed+=(qos-test)
     fi
 fi
 
 if ((ran == 0)); then
     die "no ixgbe qtest found: neither tests/qtest/ixgbe*-test binaries nor ixgbe paths in qos-test (built by scripts/build-qemu.sh?)"
 fi
+n_skip="$(grep -cE '^ok [0-9]+ .*# *SKIP' "$TAP_LOG" || true)"
+n_ok="$(grep -cE '^ok [0-9]+' "$TAP_LOG" || true)"
+n_fail="$(grep -cE '^not ok [0-9]+' "$TAP_LOG" || true)"
+n_ok=$((n_ok - n_skip))
+log "ixgbe qtests: $n_ok passed, $n_fail failed, $n_skip skipped ($ran program(s))"
 if ((${#failed[@]})); then
     die "ixgbe qtests failed: ${failed[*]}"
 fi
-log "ixgbe qtests passed ($ran program(s))"
+if ((n_ok == 0)); then
+    die "the ixgbe qtest programs reported no passing test"
+fi
