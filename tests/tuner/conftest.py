@@ -28,21 +28,32 @@ BUILT_TREES = ["ixgbe-4q", "virtio-4q", "igb-4q", "e1000e-1q", "i40e-8q", "mlx5-
 
 
 def tree_hash(path: str) -> str:
-    """Hash of every directory, file (content and mode) and link target under `path`."""
-    h = hashlib.sha256()
+    """Hash of every file (content and mode) and link target under `path`,
+    and of the directories that hold them. Empty directories do not count:
+    git does not keep them, so a fresh clone lacks those of a tree."""
+    entries: list[tuple[str, bytes]] = []
     for dirpath, dirnames, filenames in os.walk(path):
         dirnames.sort()
         rel = os.path.relpath(dirpath, path)
-        h.update(f"D {rel}\n".encode())
         for name in sorted(filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]):
             full = os.path.join(dirpath, name)
             if os.path.islink(full):
-                h.update(f"L {rel}/{name} -> {os.readlink(full)}\n".encode())
+                entries.append((f"{rel}/{name}", f"L -> {os.readlink(full)}\n".encode()))
             else:
                 st = os.stat(full)
-                h.update(f"F {rel}/{name} {st.st_mode & 0o7777:o}\n".encode())
                 with open(full, "rb") as f:
-                    h.update(f.read())
+                    entries.append((f"{rel}/{name}", f"F {st.st_mode & 0o7777:o}\n".encode() + f.read()))
+    dirs = {os.path.dirname(rel) for rel, _ in entries}
+    for d in list(dirs):
+        while d not in ("", "."):
+            d = os.path.dirname(d)
+            dirs.add(d)
+    h = hashlib.sha256()
+    for d in sorted(dirs):
+        h.update(f"D {d}\n".encode())
+    for rel, data in sorted(entries):
+        h.update(f"E {rel}\n".encode())
+        h.update(data)
     return h.hexdigest()
 
 
