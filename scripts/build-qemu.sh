@@ -68,6 +68,7 @@ CONFIGURE_ARGS=(
     --disable-werror
     --disable-download
     --enable-slirp
+    --enable-numa
     --disable-gtk
     --disable-sdl
     --disable-vnc

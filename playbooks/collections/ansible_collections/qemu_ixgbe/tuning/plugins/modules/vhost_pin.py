@@ -1,0 +1,120 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Pin the vhost worker threads of a running QEMU to given CPUs.
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: vhost_pin
+short_description: Find the vhost workers of a running domain and pin them
+description:
+  - Finds the vhost worker threads that serve a QEMU process. On Linux 6.4
+    and later they are C(vhost-<tid>) threads inside QEMU; before 6.4 they are
+    C(vhost-<tid>) kernel threads. Threads of vhost-user backend processes
+    (O(backend_pids)) and QEMU threads matching O(name_pattern) are included too.
+  - Pins each to O(cpus) with sched_setaffinity and reads the result back
+    from C(/proc/<pid>/task/<tid>/status) (Cpus_allowed_list).
+  - Supports check mode; reports changed only when a thread was moved.
+options:
+  domain:
+    description: Running libvirt domain whose QEMU pid is read from O(run_dir).
+    type: str
+  pid:
+    description: QEMU pid, instead of O(domain).
+    type: int
+  cpus:
+    description: CPU list the workers may run on, e.g. C(6-7).
+    type: str
+    required: true
+  backend_pids:
+    description: Pids of vhost-user backend processes serving this domain.
+    type: list
+    elements: int
+    default: []
+  name_pattern:
+    description: Regular expression; QEMU threads whose name matches count as workers too.
+    type: str
+  min_workers:
+    description: Fail when fewer workers are found (0 allows none).
+    type: int
+    default: 1
+  run_dir:
+    description: Where libvirt keeps C(<domain>.pid).
+    type: path
+    default: /run/libvirt/qemu
+author: qemu-ixgbe project
+"""
+
+EXAMPLES = r"""
+- name: Pin vhost workers of vm1 to the NIC node's spare CPUs
+  qemu_ixgbe.tuning.vhost_pin:
+    domain: vm1
+    cpus: "6-7"
+"""
+
+RETURN = r"""
+pid:
+  description: QEMU pid.
+  returned: always
+  type: int
+threads:
+  description: Each worker thread with kind, before and after CPU lists.
+  returned: always
+  type: list
+  elements: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.qemu_ixgbe.tuning.plugins.module_utils import vhost
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "domain": {"type": "str"},
+            "pid": {"type": "int"},
+            "cpus": {"type": "str", "required": True},
+            "backend_pids": {"type": "list", "elements": "int", "default": []},
+            "name_pattern": {"type": "str"},
+            "min_workers": {"type": "int", "default": 1},
+            "run_dir": {"type": "path", "default": "/run/libvirt/qemu"},
+        },
+        required_one_of=[("domain", "pid")],
+        mutually_exclusive=[("domain", "pid")],
+        supports_check_mode=True,
+    )
+    p = module.params
+    try:
+        cpus = vhost.parse_cpus(p["cpus"])
+    except ValueError:
+        module.fail_json(msg="bad CPU list %r" % p["cpus"])
+    if not cpus:
+        module.fail_json(msg="empty CPU list")
+    online = vhost.parse_cpus(open("/sys/devices/system/cpu/online").read())
+    outside = [c for c in cpus if c not in online]
+    if outside:
+        module.fail_json(msg="CPUs %s are not online on this host (online: %s)"
+                         % (vhost.format_cpus(outside), vhost.format_cpus(online)))
+    try:
+        pid = p["pid"] or vhost.qemu_pid_of_domain(p["domain"], p["run_dir"])
+        threads = vhost.list_threads("/proc", [pid] + list(p["backend_pids"]))
+        workers = vhost.find_workers(threads, pid, p["backend_pids"], p["name_pattern"])
+    except ValueError as e:
+        module.fail_json(msg=str(e))
+    if len(workers) < p["min_workers"]:
+        module.fail_json(msg="found %d vhost worker thread(s) for pid %d, expected at least %d "
+                             "(threads: %s)" % (len(workers), pid, p["min_workers"],
+                                                ", ".join(sorted({t["comm"] for t in threads}))),
+                         pid=pid)
+    results = vhost.pin(workers, cpus, dry_run=module.check_mode)
+    changed = any(r["changed"] for r in results)
+    if not module.check_mode:
+        bad = vhost.verify("/proc", workers, cpus)
+        if bad:
+            module.fail_json(msg="threads not on %s after pinning: %s"
+                             % (vhost.format_cpus(cpus), bad), threads=results)
+    module.exit_json(changed=changed, pid=pid, cpus=vhost.format_cpus(cpus), threads=results)
+
+
+if __name__ == "__main__":
+    main()
