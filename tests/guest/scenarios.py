@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from frames import FramePort
@@ -28,6 +28,7 @@ from vm import (
     HostIperf3Server,
     KmsgRecord,
     RssConfig,
+    VMFactory,
     dgram_netdev,
     host_iperf3_client,
     iperf3_summary,
@@ -35,8 +36,6 @@ from vm import (
     nic_args,
     user_netdev,
 )
-
-MakeVM = Callable[..., VM]
 
 GUEST_IP = "10.0.2.15"  # slirp's guest address (hostfwd targets it)
 HOST_IP = "10.0.2.2"  # slirp's gateway: the host's loopback
@@ -50,18 +49,22 @@ class Guest:
     driver: str
     devs: list[str]
     macs: list[str]
-    boot_mark: float = 0.0  # guest uptime right after the driver loaded
+    boot_mark: float = 0.0  # guest uptime once the driver had probed (a dmesg mark)
+    # PCI addresses of the NICs, read at boot (an interface moved into another
+    # network namespace is no longer visible in /sys/class/net)
+    pcis: list[str] = dataclasses.field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.pcis:
+            self.pcis = [self.vm.pci_address(d) for d in self.devs]
 
     @property
     def dev(self) -> str:
         return self.devs[0]
 
-    def pci_addresses(self) -> list[str]:
-        return [self.vm.pci_address(d) for d in self.devs]
-
     def problems(self, since: float | None = None) -> list[KmsgRecord]:
         """Warning-or-worse kernel log records about this NIC."""
-        return device_problems(self.vm.dmesg(since), self.driver, self.pci_addresses(), self.devs)
+        return device_problems(self.vm.dmesg(since), self.driver, self.pcis, self.devs)
 
 
 def load_driver(vm: VM, driver: str) -> None:
@@ -71,7 +74,7 @@ def load_driver(vm: VM, driver: str) -> None:
 
 
 def boot_user_nic(
-    make_vm: MakeVM,
+    make_vm: VMFactory,
     model: str,
     driver: str,
     *,
@@ -98,7 +101,7 @@ def boot_user_nic(
 
 
 def boot_dgram_nic(
-    make_vm: MakeVM, model: str, driver: str, *, smp: int = 4, name: str = "vm"
+    make_vm: VMFactory, model: str, driver: str, *, smp: int = 4, name: str = "vm"
 ) -> tuple[Guest, FramePort]:
     """A VM with one NIC whose wire is a unix datagram socket of the test."""
     mac = mac_address(0)
@@ -117,7 +120,7 @@ def boot_dgram_nic(
     return g, port
 
 
-def boot_back_to_back(make_vm: MakeVM, model: str, driver: str, *, smp: int = 2) -> Guest:
+def boot_back_to_back(make_vm: VMFactory, model: str, driver: str, *, smp: int = 2) -> Guest:
     """A VM with two NICs whose wires are connected to each other."""
     macs = [mac_address(0), mac_address(1)]
 

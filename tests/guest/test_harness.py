@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
+import shutil
 import subprocess
 import sys
 import time
@@ -152,7 +154,14 @@ def test_qemu_dies_with_a_killed_harness(image: GuestImage, qemu: Path, tmp_path
         assert line.strip().isdigit(), f"child harness did not start a VM: {line!r}"
         pid = int(line)
         assert not _gone(pid, timeout=0.5)
+        # the killed harness cannot remove its socket directory: we will
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+        sockdirs = {
+            Path(m.group(1)) for a in cmdline for m in [re.search(r"path=(/tmp/guestvm\.[^/]+)/", a)] if m
+        }
     finally:
         child.kill()
         child.wait()
     assert _gone(pid), f"QEMU {pid} outlived its killed harness"
+    for d in sockdirs:
+        shutil.rmtree(d, ignore_errors=True)

@@ -538,7 +538,7 @@ class VM:
             str(self.qemu),
             "-name", f"guest={self.name},debug-threads=on",
             "-machine", "q35",
-            "-accel", accel,
+            "-accel", self._accel_option(accel),
             "-smp", str(self.smp),
             "-m", f"{self.memory_mb}M",
             "-nodefaults",
@@ -558,6 +558,17 @@ class VM:
             "-d", "guest_errors",
             *self.extra_args,
         ]  # fmt: skip
+
+    @staticmethod
+    def _accel_option(accel: str) -> str:
+        """-accel value; GUEST_TCG_THREAD=single|multi picks TCG's threading
+        (one host thread for all vCPUs is steadier on an overloaded host)."""
+        thread = os.environ.get("GUEST_TCG_THREAD", "").strip()
+        if accel != "tcg" or not thread:
+            return accel
+        if thread not in ("single", "multi"):
+            raise HarnessError(f"GUEST_TCG_THREAD must be single or multi, got {thread!r}")
+        return f"tcg,thread={thread}"
 
     def start(self) -> VM:
         if self._proc is not None:
