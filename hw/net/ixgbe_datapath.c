@@ -604,7 +604,7 @@ static bool ixgbe_rx_to_ring(IxgbeCore *core, unsigned q, const uint8_t *buf,
             ixgbe_rx_drop(core, q);
             return true;
         }
-        ixgbe_stat_inc(core, IXGBE_MPC0);
+        /* Held, not lost: nothing to count until it is dropped */
         return false;
     }
 

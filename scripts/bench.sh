@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Benchmark the emulated Intel 82599 (-device ixgbe) against QEMU's own igb,
+# e1000e and virtio-net-pci: one guest per model, same QEMU build, same guest
+# image, same vCPUs and memory, in one run. Prints one table per metric with
+# the ratios ixgbe/<other>, and writes every raw sample as JSON.
+#
+#   scripts/bench.sh [--kernel 6.1|6.12] [--quick] [--reps N] [--seconds S]
+#                    [--models ixgbe,igb,e1000e,virtio-net] [--out-dir DIR]
+#
+#   --kernel K     guest kernel (default 6.1)
+#   --quick        3 samples of 2 s per cell instead of 5 of 5 s
+#   --reps N       samples per workload and model
+#   --seconds S    length of each sample
+#   --models LIST  subset of models to compare (ixgbe is always included)
+#   --out-dir DIR  results directory (default $BUILD_DIR/bench)
+#
+# Output: $BUILD_DIR/bench/nicbench-<time>-<kernel>-<mode>.{json,txt}, copied
+# to latest.json / latest.txt; VM logs under $BUILD_DIR/bench/logs/<time>/.
+# What is measured and how to read it: docs/benchmarks.md.
+#
+# Missing pieces are built first (scripts/deps.sh, scripts/build-qemu.sh,
+# scripts/build-guest.sh <kernel>); existing ones are used as they are.
+#
+# Environment: BUILD_DIR (default <repo>/build); QEMU (another binary);
+# GUEST_ACCEL (tcg, the default; kvm; auto), GUEST_TCG_THREAD and
+# GUEST_TIMEOUT_SCALE, as for the guest tests (tests/guest/README.md).
+#
+# Exit status: 0 when every sample was measured, 1 when a model or a sample
+# failed (the tables still show what was measured), 2 on bad usage or a
+# missing prerequisite.
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+usage() {
+    sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
+}
+
+bad_usage() {
+    printf '[%s] ERROR: %s (see %s --help)\n' "$LOG_NAME" "$*" "$0" >&2
+    exit 2
+}
+
+kernel=6.1
+args=()
+while (($#)); do
+    case "$1" in
+    --kernel | --reps | --seconds | --models | --out-dir)
+        (($# >= 2)) || bad_usage "$1 needs a value"
+        if [[ "$1" == --kernel ]]; then kernel=$2; fi
+        args+=("$1" "$2")
+        shift 2
+        ;;
+    --kernel=* | --reps=* | --seconds=* | --models=* | --out-dir=*)
+        if [[ "$1" == --kernel=* ]]; then kernel=${1#*=}; fi
+        args+=("$1")
+        shift
+        ;;
+    --quick)
+        args+=(--quick)
+        shift
+        ;;
+    -h | --help)
+        usage
+        exit 0
+        ;;
+    *)
+        bad_usage "unknown argument '$1'"
+        ;;
+    esac
+done
+case "$kernel" in
+6.1 | 6.12) ;;
+*) bad_usage "--kernel must be 6.1 or 6.12, got '$kernel'" ;;
+esac
+
+if [[ ! -x "$VENV_PYTHON" ]] || ! command -v iperf3 >/dev/null 2>&1; then
+    log "Python venv or host iperf3 missing: running scripts/deps.sh"
+    "$REPO_ROOT/scripts/deps.sh" || die "scripts/deps.sh failed"
+fi
+export PYTHONDONTWRITEBYTECODE=1
+# every argument checked before anything is built
+"$VENV_PYTHON" "$REPO_ROOT/tests/bench/nicbench.py" --check-args "${args[@]}" || exit 2
+
+if [[ -z "${QEMU:-}" && ! -x "$BUILD_DIR/qemu-build/qemu-system-x86_64" ]]; then
+    log "no QEMU build yet: running scripts/build-qemu.sh"
+    "$REPO_ROOT/scripts/build-qemu.sh" || die "scripts/build-qemu.sh failed"
+fi
+if [[ ! -f "$BUILD_DIR/guest/$kernel/vmlinuz" || ! -f "$BUILD_DIR/guest/$kernel/initrd.img" ]]; then
+    log "no guest image for kernel $kernel yet: running scripts/build-guest.sh $kernel"
+    "$REPO_ROOT/scripts/build-guest.sh" "$kernel" || die "scripts/build-guest.sh $kernel failed"
+fi
+
+exec "$VENV_PYTHON" "$REPO_ROOT/tests/bench/nicbench.py" "${args[@]}"

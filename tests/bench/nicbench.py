@@ -1,0 +1,926 @@
+"""Compare the emulated 82599 (ixgbe) with QEMU's igb, e1000e and virtio-net.
+
+One guest per NIC model, all on the same QEMU binary (copied once at the
+start, so a rebuild during the run cannot mix builds), the same guest image,
+vCPU count, memory and accelerator. Each guest has three ports of its model:
+
+  port 0  -netdev user (slirp)       iperf3 to/from an iperf3 server on the host
+  port 1  -netdev dgram  <-- wire --> port 2 (in network namespace "peer")
+          (two unix datagram sockets: every frame one datagram, nothing else)
+
+Workloads (each run `--reps` times, guests visited round-robin, the others
+paused, so a change in the machine's background load hits every model alike):
+
+  slirp-tcp-tx   TCP guest -> host over slirp
+  slirp-tcp-rx   TCP host -> guest over slirp
+  b2b-tcp        TCP port 1 -> port 2
+  b2b-udp        UDP port 1 -> port 2, 18-byte payload (60-byte frames),
+                 as fast as the sender can
+
+Per sample: iperf3's figures, the device's interrupts (guest /proc/interrupts,
+the IRQs of the ports' PCI functions), the interface counters, and the CPU
+time of the QEMU process (host /proc/<pid>/stat and per thread).
+
+Run through scripts/bench.sh; `python3 tests/bench/nicbench.py --help`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import gzip
+import hashlib
+import json
+import logging
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "guest"))
+
+from benchlib import (  # noqa: E402
+    BenchError,
+    CpuSnapshot,
+    GuestSnapshot,
+    Row,
+    Summary,
+    TaskStat,
+    TrafficPath,
+    cpu_delta,
+    iperf3_figures,
+    driver_facts,
+    parse_irq_list,
+    parse_proc_stat_cpu,
+    parse_snapshot,
+    parse_task_stat,
+    ratio,
+    ratio_table,
+    sample_figures,
+    summarize,
+)
+from netcheck import device_problems, format_records  # noqa: E402
+from scenarios import load_driver  # noqa: E402
+from vm import (  # noqa: E402
+    VM,
+    GuestError,
+    GuestImage,
+    HarnessError,
+    HostIperf3Server,
+    build_dir,
+    choose_accel,
+    dgram_netdev,
+    guest_image,
+    has_device,
+    mac_address,
+    nic_args,
+    qemu_binary,
+    user_netdev,
+)
+
+log = logging.getLogger("bench")
+
+SUBJECT = "ixgbe"
+
+
+@dataclasses.dataclass(frozen=True)
+class Model:
+    name: str  # label in tables
+    device: str  # -device
+    driver: str  # Linux driver
+
+
+MODELS = (
+    Model("ixgbe", "ixgbe", "ixgbe"),
+    Model("igb", "igb", "igb"),
+    Model("e1000e", "e1000e", "e1000e"),
+    Model("virtio-net", "virtio-net-pci", "virtio_net"),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    name: str
+    path: str  # "slirp" or "b2b"
+    describe: str
+
+
+WORKLOADS = (
+    Workload("slirp-tcp-tx", "slirp", "TCP guest->host through -netdev user (slirp)"),
+    Workload("slirp-tcp-rx", "slirp", "TCP host->guest through -netdev user (slirp)"),
+    Workload("b2b-tcp", "b2b", "TCP between two ports of the model wired back to back (-netdev dgram)"),
+    Workload(
+        "b2b-udp",
+        "b2b",
+        "UDP, 18-byte payload (60-byte frames), unthrottled, between the two wired ports",
+    ),
+)
+
+GUEST_SLIRP_IP = "10.0.2.15"
+HOST_VIA_SLIRP = "10.0.2.2"
+WIRE = "198.51.100"  # TEST-NET-2: only ever on the emulated wire
+PEER_PORT = 5201
+SMP = 2
+MEMORY_MB = 1024
+UDP_PAYLOAD = 18  # + 8 UDP + 20 IPv4 + 14 Ethernet = 60-byte frames
+
+# What the guest prints at both ends of a sample (benchlib.parse_snapshot):
+# /proc/interrupts, and /proc/net/dev of the root namespace and (through the
+# iperf3 server living there) of namespace "peer". Plain cat of /proc files:
+# cheap, and the same for every model.
+SNAPSHOT_SH = (
+    "snap() { echo @@interrupts; cat /proc/interrupts; echo '@@netdev root'; cat /proc/net/dev; "
+    "echo '@@netdev peer'; cat /proc/$BENCH_PEER/net/dev; }"
+)
+
+
+# ------------------------------------------------------------- host side
+def find_qemu_pid(vm: VM) -> int:
+    """The QEMU process of a VM: the one whose command line names the VM's
+    private serial socket (unique per VM)."""
+    needle = str(vm.sock_path("serial")).encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(needle in a for a in argv):
+            return int(entry.name)
+    raise GuestError(f"cannot find the QEMU process of VM {vm.name}")
+
+
+def cpu_snapshot(pid: int) -> CpuSnapshot:
+    wall = time.monotonic()
+    try:
+        host_busy, _ = parse_proc_stat_cpu(Path("/proc/stat").read_text())
+        total = parse_task_stat(Path(f"/proc/{pid}/stat").read_text()).ticks
+        tasks: dict[int, TaskStat] = {}
+        for t in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                st = parse_task_stat((t / "stat").read_text())
+            except OSError:
+                continue  # the thread ended meanwhile
+            tasks[st.tid] = st
+    except OSError as exc:
+        raise GuestError(f"QEMU process {pid} is gone: {exc}") from None
+    return CpuSnapshot(pid, total, tasks, wall, host_busy)
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def snapshot_qemu(src: Path, out_dir: Path) -> Path:
+    """Copy the QEMU binary, so the whole run uses one build even if it is
+    rebuilt meanwhile; check the copy runs."""
+    dst = out_dir / "qemu-system-x86_64"
+    tmp = out_dir / "qemu-system-x86_64.tmp"
+    shutil.copy2(src, tmp)
+    tmp.replace(dst)
+    r = subprocess.run([str(dst), "-version"], capture_output=True, text=True, timeout=60, check=False)
+    if r.returncode != 0:
+        raise HarnessError(f"the copy of {src} does not run (was it being rebuilt?): {r.stderr.strip()}")
+    return dst
+
+
+# ------------------------------------------------------------ the guests
+class NicGuest:
+    """One guest of one NIC model, set up for every workload."""
+
+    def __init__(
+        self, model: Model, image: GuestImage, qemu: Path, accel: str, log_dir: Path, vm_name: str = ""
+    ) -> None:
+        self.model = model
+        self.vm_name = vm_name or model.name
+        self.image = image
+        self.qemu = qemu
+        self.accel = accel
+        self.log_dir = log_dir
+        self.vm: VM | None = None
+        self.pid = 0
+        self.ports: dict[str, str] = {}  # role -> interface
+        self.pci: dict[str, str] = {}  # role -> PCI address
+        self.irqs: dict[str, list[int]] = {}  # role -> IRQs of its PCI function
+        self.peer_pid = 0  # a process in netns "peer" (its iperf3 server)
+        self.boot_seconds = 0.0
+        self.setup_seconds = 0.0
+        self.facts: dict[str, Any] = {}  # driver settings that shape the figures
+
+    def _args(self, d: Path) -> list[str]:
+        dev = self.model.device
+        return (
+            nic_args(dev, "n0", 0, mac_address(0))
+            + user_netdev("n0")
+            + nic_args(dev, "w0", 1, mac_address(1))
+            + nic_args(dev, "w1", 2, mac_address(2))
+            + dgram_netdev("w0", d / "wa", d / "wb")
+            + dgram_netdev("w1", d / "wb", d / "wa")
+        )
+
+    @property
+    def guest(self) -> VM:
+        if self.vm is None:
+            raise HarnessError(f"{self.model.name}: guest not started")
+        return self.vm
+
+    def start(self, host_port: int) -> None:
+        t0 = time.monotonic()
+        self.vm = VM(
+            self.image,
+            name=self.vm_name,
+            log_dir=self.log_dir,
+            smp=SMP,
+            memory_mb=MEMORY_MB,
+            args_factory=self._args,
+            accel=self.accel,
+            qemu=self.qemu,
+        )
+        vm = self.vm.start()
+        self.boot_seconds = time.monotonic() - t0
+        self.pid = find_qemu_pid(vm)
+        load_driver(vm, self.model.driver)
+        vm.wait_netdevs(self.model.driver, 3, timeout=120)
+        self._map_ports()
+        p0, p1, p2 = self.ports["slirp"], self.ports["a"], self.ports["b"]
+        vm.sh(
+            " && ".join(
+                [
+                    f"ip addr add {GUEST_SLIRP_IP}/24 dev {p0}",
+                    f"ip link set {p0} up",
+                    "ip netns add peer",
+                    f"ip link set {p2} netns peer",
+                    "ip netns exec peer ip link set lo up",
+                    f"ip addr add {WIRE}.1/24 dev {p1}",
+                    f"ip link set {p1} up",
+                    f"ip netns exec peer ip addr add {WIRE}.2/24 dev {p2}",
+                    f"ip netns exec peer ip link set {p2} up",
+                    "mkdir -p /tmp/bench",
+                ]
+            )
+        )
+        carriers = f"cat /sys/class/net/{p0}/carrier /sys/class/net/{p1}/carrier; " + (
+            f"ip netns exec peer cat /sys/class/net/{p2}/carrier"
+        )
+        vm.wait_until(
+            f"carrier on {p0}, {p1}, {p2}",
+            lambda: vm.run(carriers).stdout.split() == ["1", "1", "1"],
+            timeout=60,
+        )
+        vm.sh(f"ip netns exec peer iperf3 -s -D -p {PEER_PORT} --logfile /tmp/bench/iperf3-peer.log")
+        vm.wait_until(
+            "iperf3 server in netns peer",
+            lambda: "LISTEN" in vm.run(f"ip netns exec peer ss -ltn 'sport = :{PEER_PORT}'").stdout,
+            timeout=60,
+        )
+        self.peer_pid = int(vm.sh("ip netns pids peer").split()[0])
+        # not every driver answers every query (e1000e has no ethtool -l)
+        self.facts = driver_facts(
+            vm.sh(
+                f"ethtool -i {p1}; echo @@; ethtool -c {p1} 2>&1; echo @@; ethtool -k {p1} 2>&1; echo @@; "
+                f"ethtool -l {p1} 2>&1; true"
+            )
+        )
+        self.irqs = self.read_irqs()
+        vm.wait_until(
+            f"ping {WIRE}.2 over the wire",
+            lambda: vm.run(f"ping -c 1 -W 2 {WIRE}.2").ok,
+            timeout=60,
+            interval=1,
+        )
+        vm.wait_until(
+            "ping of the host through slirp",
+            lambda: vm.run(f"ping -c 1 -W 2 {HOST_VIA_SLIRP}").ok,
+            timeout=60,
+            interval=1,
+        )
+        # Warm-up, not measured: TCG translates each guest code path the
+        # first time it runs; the samples should not pay for that. One short
+        # TCP run covers the driver's transmit and receive paths and the
+        # guest's TCP/UDP stack below the socket layer.
+        b2b_tcp = next(w for w in WORKLOADS if w.name == "b2b-tcp")
+        vm.sh(self.workload_cmd(b2b_tcp, 1, host_port) + " >/dev/null", timeout=120)
+        self.setup_seconds = time.monotonic() - t0 - self.boot_seconds
+
+    def _map_ports(self) -> None:
+        """Interfaces and PCI functions by MAC address (port 0, 1, 2)."""
+        out = self.guest.sh(
+            "for d in /sys/class/net/*; do "
+            'echo "${d##*/} $(cat $d/address) $(readlink -f $d/device 2>/dev/null)"; done'
+        )
+        roles = {mac_address(0): "slirp", mac_address(1): "a", mac_address(2): "b"}
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) != 3 or parts[1] not in roles:
+                continue
+            bdfs = re.findall(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]", parts[2])
+            if not bdfs:
+                raise GuestError(f"{self.model.name}: no PCI address for {parts[0]}: {line}")
+            role = roles[parts[1]]
+            self.ports[role] = parts[0]
+            self.pci[role] = bdfs[-1]  # the NIC's own function (virtio: the parent of virtioN)
+        missing = set(roles.values()) - set(self.ports)
+        if missing:
+            raise GuestError(f"{self.model.name}: ports {sorted(missing)} not found:\n{out}")
+
+    IRQS_SH = (
+        'for b in {pci}; do d=/sys/bus/pci/devices/$b; echo "@@irqs $b"; '
+        'if [ -n "$(ls $d/msi_irqs 2>/dev/null)" ]; then ls $d/msi_irqs; else cat $d/irq; fi; done'
+    )
+
+    def _irqs_cmd(self) -> str:
+        return self.IRQS_SH.format(pci=" ".join(self.pci[r] for r in ("slirp", "a", "b")))
+
+    def _parse_irqs(self, text: str) -> dict[str, list[int]]:
+        by_pci: dict[str, list[int]] = {}
+        for chunk in text.split("@@irqs ")[1:]:
+            bdf, _, rest = chunk.partition("\n")
+            by_pci[bdf.strip()] = parse_irq_list(rest)
+        try:
+            return {role: by_pci[bdf] for role, bdf in self.pci.items()}
+        except KeyError as exc:
+            raise GuestError(f"{self.model.name}: no IRQ list for {exc}:\n{text}") from None
+
+    def read_irqs(self) -> dict[str, list[int]]:
+        """The IRQs of each port's PCI function (MSI-X vectors, else INTx)."""
+        return self._parse_irqs(self.guest.sh(self._irqs_cmd()))
+
+    def traffic_path(self, w: Workload) -> TrafficPath:
+        if w.path == "slirp":
+            return TrafficPath("slirp", (self.ports["slirp"],), tuple(self.irqs["slirp"]))
+        return TrafficPath("b2b", (self.ports["a"], self.ports["b"]), tuple(self.irqs["a"] + self.irqs["b"]))
+
+    def workload_cmd(self, w: Workload, seconds: int, host_port: int) -> str:
+        base = f"iperf3 -i 0 -J -t {int(seconds)}"
+        if w.name == "slirp-tcp-tx":
+            return f"{base} -c {HOST_VIA_SLIRP} -p {host_port}"
+        if w.name == "slirp-tcp-rx":
+            return f"{base} -c {HOST_VIA_SLIRP} -p {host_port} -R"
+        if w.name == "b2b-tcp":
+            return f"{base} -c {WIRE}.2 -p {PEER_PORT}"
+        if w.name == "b2b-udp":
+            return f"{base} -c {WIRE}.2 -p {PEER_PORT} -u -b 0 -l {UDP_PAYLOAD}"
+        raise BenchError(f"unknown workload {w.name}")
+
+    def pause(self) -> None:
+        self.guest.qmp("stop")
+
+    def resume(self) -> None:
+        self.guest.qmp("cont")
+
+    def measure(self, w: Workload, seconds: int, host_port: int, tag: str) -> tuple[CpuSnapshot, CpuSnapshot]:
+        """Run one workload between two guest snapshots; the host reads the
+        QEMU process's CPU time just before and after. The outputs stay in
+        the guest (fetched later, outside every measured window)."""
+        vm = self.guest
+        f = f"/tmp/bench/{tag}"
+        cmd = (
+            f"BENCH_PEER={self.peer_pid}; {SNAPSHOT_SH}; "
+            + f"snap > {f}.before; {self.workload_cmd(w, seconds, host_port)} > {f}.out 2>&1; "
+            + f"echo $? > {f}.rc; snap > {f}.after; echo measured"
+        )
+        c0 = cpu_snapshot(self.pid)
+        r = vm.run(cmd, timeout=seconds + 120)
+        c1 = cpu_snapshot(self.pid)
+        if not r.ok or "measured" not in r.stdout:
+            raise GuestError(f"{self.model.name} {w.name}: guest command failed (rc={r.rc}):\n{r.stdout}")
+        return c0, c1
+
+    def fetch(self, tags: Sequence[str]) -> dict[str, dict[str, str]]:
+        """The files the measurements left in the guest (then deleted); also
+        checks that no port's IRQs changed since setup (a driver reset could
+        move them, and the counts would then be of other IRQs)."""
+        files = [f"/tmp/bench/{t}.{s}" for t in tags for s in ("before", "out", "rc", "after")]
+        # gzip: the console is slow, and the text compresses about tenfold
+        r = self.guest.run(
+            "{ for f in "
+            + " ".join(files)
+            + '; do echo "@@@file $f"; cat "$f"; done; echo @@@irqs; '
+            + self._irqs_cmd()
+            + "; } | gzip -c && rm -f "
+            + " ".join(files),
+            timeout=120,
+            check=True,
+        )
+        try:
+            out = gzip.decompress(r.raw).decode()
+        except (OSError, EOFError, UnicodeDecodeError) as exc:
+            raise GuestError(f"{self.model.name}: the guest's results do not decompress: {exc}") from None
+        out, _, irq_text = out.partition("@@@irqs\n")
+        now = self._parse_irqs(irq_text)
+        if now != self.irqs:
+            raise GuestError(f"{self.model.name}: port IRQs changed from {self.irqs} to {now}")
+        got: dict[str, dict[str, str]] = {t: {} for t in tags}
+        for chunk in out.split("@@@file ")[1:]:
+            name, _, content = chunk.partition("\n")
+            m = re.fullmatch(r"/tmp/bench/(.+)\.(before|out|rc|after)", name.strip())
+            if not m or m.group(1) not in got:
+                raise GuestError(f"unexpected file in the guest's answer: {name!r}")
+            got[m.group(1)][m.group(2)] = content
+        return got
+
+    def kernel_log_problems(self) -> list[str]:
+        """Warning-or-worse kernel log records about this guest's NICs (a Tx
+        hang or a reset would make its figures meaningless)."""
+        bad = device_problems(
+            self.guest.dmesg(), self.model.driver, list(self.pci.values()), list(self.ports.values())
+        )
+        return format_records(bad).splitlines() if bad else []
+
+    def shutdown(self) -> None:
+        if self.vm is not None:
+            self.vm.shutdown()
+
+
+# ------------------------------------------------------------------ run
+@dataclasses.dataclass
+class Sample:
+    model: str
+    workload: str
+    rep: int
+    ok: bool
+    error: str = ""
+    figures: dict[str, float] = dataclasses.field(default_factory=dict)
+    raw: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def snapshot_raw(s: GuestSnapshot, tb: NicGuest) -> dict[str, Any]:
+    return {
+        "port_interrupts": {role: s.irq_total(irqs) for role, irqs in tb.irqs.items()},
+        "links": {k: dataclasses.asdict(v) for k, v in s.links.items() if k in tb.ports.values()},
+    }
+
+
+def evaluate(
+    tb: NicGuest, w: Workload, rep: int, cpus: tuple[CpuSnapshot, CpuSnapshot], files: dict[str, str]
+) -> Sample:
+    s = Sample(tb.model.name, w.name, rep, ok=False)
+    try:
+        rc = files.get("rc", "").strip()
+        try:
+            report = json.loads(files.get("out", ""))
+        except ValueError:
+            raise BenchError(f"iperf3 (rc={rc}) gave no JSON:\n{files.get('out', '')[:2000]}") from None
+        if rc != "0":
+            raise BenchError(f"iperf3 exited with {rc}: {report.get('error', '')}")
+        before, after = parse_snapshot(files["before"]), parse_snapshot(files["after"])
+        cpu = cpu_delta(cpus[0], cpus[1], os.sysconf("SC_CLK_TCK"))
+        iperf = iperf3_figures(report)
+        s.figures = sample_figures(tb.traffic_path(w), before, after, cpu, iperf)
+        s.raw = {
+            "cpu_seconds": cpu,
+            "before": snapshot_raw(before, tb),
+            "after": snapshot_raw(after, tb),
+            "iperf3_end": report.get("end", {}),
+        }
+        s.ok = True
+    except (BenchError, KeyError) as exc:
+        s.error = f"{type(exc).__name__}: {exc}"
+    return s
+
+
+# ---------------------------------------------------------------- tables
+@dataclasses.dataclass(frozen=True)
+class Metric:
+    workload: str
+    figure: str
+    label: str
+    scale: float = 1.0
+
+
+TABLES: tuple[tuple[str, str, tuple[Metric, ...]], ...] = (
+    (
+        "Throughput",
+        "higher is better",
+        (
+            Metric("slirp-tcp-tx", "mbps", "slirp TCP guest->host, Mbit/s"),
+            Metric("slirp-tcp-rx", "mbps", "slirp TCP host->guest, Mbit/s"),
+            Metric("b2b-tcp", "mbps", "b2b TCP port->port, Mbit/s"),
+            Metric("b2b-tcp", "frames_per_s", "b2b TCP, kframes/s on the wire", 1e-3),
+            Metric("b2b-udp", "sent_pps", "b2b UDP 60B, kpps sent", 1e-3),
+            Metric("b2b-udp", "delivered_pps", "b2b UDP 60B, kpps delivered", 1e-3),
+        ),
+    ),
+    (
+        "Interrupts per second (device IRQs in the guest)",
+        "moderation at work: fewer per second at equal load",
+        tuple(Metric(w.name, "irq_per_s", f"{w.name}, IRQ/s") for w in WORKLOADS),
+    ),
+    (
+        "Interrupts per unit of work",
+        "lower is better",
+        (
+            Metric("b2b-tcp", "irq_per_frame", "b2b TCP, IRQ/frame"),
+            Metric("b2b-udp", "irq_per_frame", "b2b UDP 60B, IRQ/frame"),
+            Metric("slirp-tcp-tx", "irq_per_mb", "slirp TCP guest->host, IRQ/MB"),
+            Metric("slirp-tcp-rx", "irq_per_mb", "slirp TCP host->guest, IRQ/MB"),
+        ),
+    ),
+    (
+        "QEMU host CPU time per unit of work (utime+stime of the QEMU process)",
+        "lower is better; 'main loop' = QEMU's main thread only",
+        (
+            Metric("b2b-tcp", "cpu_us_per_frame", "b2b TCP, us/frame"),
+            Metric("b2b-tcp", "cpu_main_us_per_frame", "b2b TCP, main loop us/frame"),
+            Metric("b2b-udp", "cpu_us_per_frame", "b2b UDP 60B, us/frame"),
+            Metric("b2b-udp", "cpu_main_us_per_frame", "b2b UDP 60B, main loop us/frame"),
+            Metric("b2b-tcp", "cpu_ms_per_mb", "b2b TCP, ms/MB"),
+            Metric("slirp-tcp-tx", "cpu_ms_per_mb", "slirp TCP guest->host, ms/MB"),
+            Metric("slirp-tcp-rx", "cpu_ms_per_mb", "slirp TCP host->guest, ms/MB"),
+        ),
+    ),
+    (
+        "QEMU process CPU utilisation during the sample, % of one host CPU",
+        "context: near 200% means both host CPUs were busy with this guest",
+        tuple(Metric(w.name, "cpu_pct", f"{w.name}, %") for w in WORKLOADS),
+    ),
+)
+
+
+def summaries(samples: Sequence[Sample]) -> dict[str, dict[str, dict[str, Summary]]]:
+    """workload -> figure -> model -> Summary over the good samples."""
+    vals: dict[str, dict[str, dict[str, list[float]]]] = {}
+    for s in samples:
+        if not s.ok:
+            continue
+        for fig, v in s.figures.items():
+            vals.setdefault(s.workload, {}).setdefault(fig, {}).setdefault(s.model, []).append(v)
+    return {
+        w: {f: {m: summarize(v) for m, v in per_model.items()} for f, per_model in figs.items()}
+        for w, figs in vals.items()
+    }
+
+
+def render_tables(summ: dict[str, dict[str, dict[str, Summary]]], models: Sequence[str]) -> str:
+    blocks = []
+    for title, note, metrics in TABLES:
+        rows = []
+        for m in metrics:
+            per_model = summ.get(m.workload, {}).get(m.figure, {})
+            values: dict[str, Summary | None] = {}
+            for model in models:
+                sm = per_model.get(model)
+                values[model] = (
+                    None
+                    if sm is None
+                    else Summary(sm.n, sm.median * m.scale, sm.low * m.scale, sm.high * m.scale)
+                )
+            rows.append(Row(m.label, values))
+        blocks.append(ratio_table(f"== {title} ({note})", rows, models, SUBJECT))
+    return "\n\n".join(blocks)
+
+
+def ratios(summ: dict[str, dict[str, dict[str, Summary]]], models: Sequence[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for _, _, metrics in TABLES:
+        for m in metrics:
+            per_model = summ.get(m.workload, {}).get(m.figure, {})
+            mine = per_model.get(SUBJECT)
+            key = f"{m.workload}.{m.figure}"
+            out[key] = {
+                f"{SUBJECT}/{o}": (
+                    ratio(mine.median, per_model[o].median) if mine is not None and o in per_model else None
+                )
+                for o in models
+                if o != SUBJECT
+            }
+    return out
+
+
+def context_notes(samples: Sequence[Sample], models: Sequence[str]) -> list[str]:
+    """Lines that help judge the tables: the host's load from other
+    processes during the samples, and frames the receiving ports dropped."""
+    out = []
+    for fig, what, fmt in (
+        ("host_other_cpu_pct", "CPU used by other host processes during the samples, % of one CPU", "{:.0f}"),
+        ("rx_dropped", "frames dropped by the guest's receiving ports, per sample", "{:.0f}"),
+    ):
+        cells = []
+        for m in models:
+            vals = [s.figures[fig] for s in samples if s.ok and s.model == m and fig in s.figures]
+            if vals:
+                sm = summarize(vals)
+                cells.append(f"{m} {fmt.format(sm.median)} (max {fmt.format(sm.high)})")
+        if cells:
+            out.append(f"{what} (median): " + ", ".join(cells))
+    return out
+
+
+def facts_lines(facts: dict[str, dict[str, Any]]) -> list[str]:
+    """One line per model: the driver settings that shape its figures."""
+    out = []
+    for model, f in facts.items():
+        if not f:
+            continue
+        co = ", ".join(f"{k} {v}" for k, v in f.get("coalesce", {}).items()) or "none reported"
+        off = f.get("offloads", {})
+        tso = off.get("tcp-segmentation-offload", "?").split(" ")[0]
+        csum = off.get("tx-checksumming", "?").split(" ")[0]
+        q = f.get("combined_queues", "")
+        queues = f"{q} queue pair(s)" if q else "queue count not reported"
+        out.append(
+            f"{model}: driver {f.get('driver', '?')} {f.get('version', '')}, "
+            f"{queues}, coalescing: {co}; TSO {tso}, tx checksum {csum}"
+        )
+    return out
+
+
+# ------------------------------------------------------------------ main
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="nicbench",
+        description="Benchmark the emulated ixgbe against QEMU's igb, e1000e and virtio-net "
+        "(same QEMU build, same guest, same run).",
+    )
+    p.add_argument("--kernel", default="6.1", choices=("6.1", "6.12"), help="guest kernel (default 6.1)")
+    p.add_argument("--quick", action="store_true", help="fewer repetitions, shorter runs (< 5 min)")
+    p.add_argument("--reps", type=int, help="samples per workload and model (default 5, quick 3)")
+    p.add_argument("--seconds", type=int, help="length of each sample in s (default 5, quick 2)")
+    p.add_argument(
+        "--models",
+        default=",".join(m.name for m in MODELS),
+        help="comma-separated subset of: " + ", ".join(m.name for m in MODELS) + " (ixgbe always included)",
+    )
+    p.add_argument("--out-dir", type=Path, help="where results go (default $BUILD_DIR/bench)")
+    p.add_argument("--check-args", action="store_true", help=argparse.SUPPRESS)  # validate, then exit
+    args = p.parse_args(argv)
+    args.reps = args.reps if args.reps is not None else (3 if args.quick else 5)
+    args.seconds = args.seconds if args.seconds is not None else (2 if args.quick else 5)
+    if not 1 <= args.reps <= 50:
+        p.error(f"--reps must be between 1 and 50, got {args.reps}")
+    if not 1 <= args.seconds <= 120:
+        p.error(f"--seconds must be between 1 and 120, got {args.seconds}")
+    known = {m.name: m for m in MODELS}
+    chosen = [n.strip() for n in args.models.split(",") if n.strip()]
+    unknown = [n for n in chosen if n not in known]
+    if unknown:
+        p.error(f"unknown model(s) {unknown}; choose from {sorted(known)}")
+    if SUBJECT not in chosen:
+        chosen.insert(0, SUBJECT)
+    args.models = [known[n] for n in dict.fromkeys(chosen)]
+    return args
+
+
+def host_facts() -> dict[str, Any]:
+    cpu_model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu_model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "kernel": platform.release(),
+        "cpus": os.cpu_count(),
+        "cpu_model": cpu_model,
+        "python": platform.python_version(),
+    }
+
+
+def loadavg() -> list[float]:
+    try:
+        return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
+    except (OSError, ValueError):
+        return []
+
+
+def main(argv: Sequence[str]) -> int:
+    args = parse_args(argv)
+    if args.check_args:
+        return 0
+    logging.basicConfig(
+        level=logging.INFO, format="[bench %(asctime)s] %(message)s", datefmt="%H:%M:%S", stream=sys.stderr
+    )
+    logging.getLogger("qemu").setLevel(logging.WARNING)
+    logging.getLogger("guest").setLevel(logging.WARNING)  # the VM harness; its logs are in each VM's log dir
+    t_start = time.monotonic()
+    started = datetime.datetime.now(datetime.timezone.utc)
+    stamp = started.strftime("%Y%m%dT%H%M%SZ")
+    out_dir = (args.out_dir or build_dir() / "bench").resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    log_dir = out_dir / "logs" / stamp
+    log_dir.mkdir(parents=True, exist_ok=True)
+
+    try:
+        image = guest_image(args.kernel)
+        src_qemu = qemu_binary()
+    except HarnessError as exc:
+        log.error("%s", exc)
+        return 2
+    if shutil.which("iperf3") is None:
+        log.error("iperf3 not found on the host (Debian package iperf3; scripts/deps.sh installs it)")
+        return 2
+    qemu = snapshot_qemu(src_qemu, out_dir)
+    missing = [m.device for m in args.models if not has_device(m.device, qemu)]
+    if missing:
+        log.error("QEMU binary %s has no -device %s", src_qemu, ", ".join(missing))
+        return 2
+    accel = choose_accel(image, qemu, log_dir)
+    version = subprocess.run([str(qemu), "-version"], capture_output=True, text=True, check=True).stdout
+    log.info(
+        "%s mode: %d model(s) x %d workloads x %d reps x %d s; guest kernel %s; accel %s",
+        "quick" if args.quick else "full",
+        len(args.models),
+        len(WORKLOADS),
+        args.reps,
+        args.seconds,
+        image.release,
+        accel,
+    )
+
+    meta: dict[str, Any] = {
+        "schema": 1,
+        "started": started.isoformat(timespec="seconds"),
+        "mode": "quick" if args.quick else "full",
+        "reps": args.reps,
+        "seconds": args.seconds,
+        "accel": accel,
+        "tcg_thread": os.environ.get("GUEST_TCG_THREAD", "") or "QEMU's default (multi)",
+        "vm": {"smp": SMP, "memory_mb": MEMORY_MB, "machine": "q35"},
+        "guest": {"kernel": args.kernel, "release": image.release},
+        "qemu": {"version": version.splitlines()[0], "sha256": sha256_file(qemu)},
+        "host": host_facts(),
+        "models": [dataclasses.asdict(m) for m in args.models],
+        "workloads": [dataclasses.asdict(w) for w in WORKLOADS],
+        "udp_payload_bytes": UDP_PAYLOAD,
+    }
+    samples: list[Sample] = []
+    failures: dict[str, str] = {}
+    log_problems: dict[str, list[str]] = {}
+    setup_errors: dict[str, list[str]] = {}  # model -> first line of each failed setup
+    beds: list[NicGuest] = []
+    try:
+        with HostIperf3Server(log_dir) as srv:
+            for m in args.models:
+                # A second try when setting up fails: a guest that never came
+                # up measured nothing, and one bad boot (seen: QEMU aborting
+                # under TCG during PCI enumeration) should not void the run.
+                # Every failed attempt is reported.
+                for attempt in (1, 2):
+                    tb = NicGuest(
+                        m, image, qemu, accel, log_dir, m.name if attempt == 1 else f"{m.name}-retry"
+                    )
+                    log.info("%s: booting and setting up%s", m.name, "" if attempt == 1 else " (second try)")
+                    try:
+                        tb.start(srv.port)
+                        tb.pause()
+                    except (GuestError, HarnessError, BenchError, OSError) as exc:
+                        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                        setup_errors.setdefault(m.name, []).append(first)
+                        log.error("%s: setup failed: %s (logs in %s)", m.name, first, tb.log_dir / tb.vm_name)
+                        tb.shutdown()
+                        continue
+                    beds.append(tb)
+                    log.info(
+                        "%s: ready (boot %.0f s, setup and warm-up %.0f s); ports %s",
+                        m.name,
+                        tb.boot_seconds,
+                        tb.setup_seconds,
+                        tb.pci,
+                    )
+                    break
+                else:
+                    failures[m.name] = "setup failed twice: " + " | ".join(setup_errors[m.name])
+            for rep in range(args.reps):
+                order = beds[rep % len(beds) :] + beds[: rep % len(beds)] if beds else []
+                for tb in order:
+                    if tb.model.name in failures:
+                        continue
+                    try:
+                        tb.resume()
+                        windows = {}
+                        for w in WORKLOADS:
+                            tag = f"r{rep}-{w.name}"
+                            windows[w.name] = (tag, tb.measure(w, args.seconds, srv.port, tag))
+                        files = tb.fetch([t for t, _ in windows.values()])
+                        tb.pause()
+                    except (GuestError, HarnessError, OSError) as exc:
+                        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                        failures[tb.model.name] = f"rep {rep}: {first}"
+                        log.error(
+                            "%s: rep %d failed: %s (logs in %s)",
+                            tb.model.name,
+                            rep,
+                            exc,
+                            tb.log_dir / tb.vm_name,
+                        )
+                        tb.shutdown()
+                        continue
+                    la = loadavg()
+                    for w in WORKLOADS:
+                        tag, cpus = windows[w.name]
+                        s = evaluate(tb, w, rep, cpus, files[tag])
+                        s.raw["host_loadavg"] = la
+                        samples.append(s)
+                        if s.ok:
+                            f = s.figures
+                            extra = (
+                                f"{f['sent_pps']:.0f} pps sent, {f['delivered_pps']:.0f} delivered"
+                                if "sent_pps" in f
+                                else f"{f['mbps']:.0f} Mbit/s"
+                            )
+                            log.info(
+                                "rep %d %-10s %-13s %s, %.0f IRQ/s, QEMU CPU %.0f%%",
+                                rep,
+                                tb.model.name,
+                                w.name,
+                                extra,
+                                f["irq_per_s"],
+                                f["cpu_pct"],
+                            )
+                        else:
+                            log.error("rep %d %s %s: %s", rep, tb.model.name, w.name, s.error)
+    finally:
+        for tb in beds:
+            if tb.model.name not in failures:
+                try:
+                    tb.resume()  # a paused guest cannot hand over its kernel log
+                    log_problems[tb.model.name] = tb.kernel_log_problems()
+                except (GuestError, HarnessError, OSError) as exc:
+                    log_problems[tb.model.name] = [f"kernel log not read: {exc}"]
+            tb.shutdown()
+
+    models = [m.name for m in args.models]
+    summ = summaries(samples)
+    tables = render_tables(summ, models)
+    elapsed = time.monotonic() - t_start
+    header = (
+        f"NIC benchmark {meta['started']} ({meta['mode']}): {meta['qemu']['version']}, accel {accel}"
+        + (f" (thread={os.environ['GUEST_TCG_THREAD']})" if os.environ.get("GUEST_TCG_THREAD") else "")
+        + ", "
+        f"guest {image.release}, {SMP} vCPUs, {MEMORY_MB} MiB, "
+        f"{args.reps} samples x {args.seconds} s per cell, {elapsed / 60:.1f} min\n"
+        "cells: median ±half the min-max range (relative); ratios are of medians.\n"
+        "slirp rows: slirp (user-mode TCP/IP in QEMU's main loop) and TCG dominate them.\n"
+        "b2b rows: two ports of the model wired back to back (-netdev dgram), one in a netns."
+    )
+    notes = context_notes(samples, models) + facts_lines({tb.model.name: tb.facts for tb in beds})
+    notes += [
+        f"{m}: setup failed {len(errs)} time(s): " + " | ".join(errs) for m, errs in setup_errors.items()
+    ]
+    text = header + "\n\n" + tables + "\n\n" + "\n".join(notes)
+    for m, lines in log_problems.items():
+        if lines:
+            text += f"\n\n{m}: kernel warnings about its NICs during the run:\n  " + "\n  ".join(lines[:20])
+    bad = [s for s in samples if not s.ok]
+    if failures or bad:
+        text += "\n\nPROBLEMS:\n" + "\n".join(
+            [f"  {m}: {e}" for m, e in failures.items()]
+            + [f"  {s.model} {s.workload} rep {s.rep}: {s.error}" for s in bad]
+        )
+    print(text)
+
+    result = {
+        **meta,
+        "elapsed_s": elapsed,
+        "boot_s": {tb.model.name: tb.boot_seconds for tb in beds},
+        "driver_facts": {tb.model.name: tb.facts for tb in beds},
+        "failures": failures,
+        "setup_errors": setup_errors,
+        "kernel_log_problems": log_problems,
+        "samples": [dataclasses.asdict(s) for s in samples],
+        "summary": {
+            w: {f: {m: sm.as_dict() for m, sm in per.items()} for f, per in figs.items()}
+            for w, figs in summ.items()
+        },
+        "ratios": ratios(summ, models),
+        "tables": tables,
+    }
+    name = f"nicbench-{stamp}-{args.kernel}-{meta['mode']}"
+    (out_dir / f"{name}.json").write_text(json.dumps(result, indent=1, sort_keys=False) + "\n")
+    (out_dir / f"{name}.txt").write_text(text + "\n")
+    shutil.copyfile(out_dir / f"{name}.json", out_dir / "latest.json")
+    shutil.copyfile(out_dir / f"{name}.txt", out_dir / "latest.txt")
+    rel = os.path.relpath(out_dir / f"{name}.json")
+    log.info("raw samples: %s (also latest.json); VM logs: %s", rel, os.path.relpath(log_dir))
+    expected = len(args.models) * len(WORKLOADS) * args.reps
+    good = len(samples) - len(bad)
+    if failures or good != expected:
+        log.error("%d of %d samples measured", good, expected)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except (HarnessError, BenchError) as exc:
+        log.error("%s", exc)
+        sys.exit(2)
