@@ -609,6 +609,12 @@ class VM:
             try:
                 self._qmp.accept(timeout=scaled(30))
             except Exception as exc:  # qemu.qmp raises several types
+                # QEMU drops the connection when it exits on a bad argument:
+                # let it finish so that its message makes it into the error
+                try:
+                    self._proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    pass
                 raise GuestError(f"QMP connection failed: {exc}{self._exit_note()}") from exc
             self._qmp.settimeout(scaled(60))
             ready = self._console.wait_for(
