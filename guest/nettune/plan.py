@@ -233,7 +233,7 @@ def make_plan(facts: Facts, config: Config) -> Plan:
             if eth.coalesce is not None and "coalesce" not in skip:
                 want_c = {k: v for k, v in coalesce.items() if eth.coalesce.get(k) is not None}
                 if (itf.driver in PAIRED_VECTOR_DRIVERS and "tx-usecs" in want_c
-                        and any(qi.kind == "txrx" for qi in itf.queue_irqs)):
+                        and (not itf.queue_irqs or any(qi.kind == "txrx" for qi in itf.queue_irqs))):
                     # These drivers reject a non-zero tx-usecs while RX and TX share a vector;
                     # rx-usecs then sets the rate of the shared vector.
                     del want_c["tx-usecs"]
@@ -343,7 +343,7 @@ def make_plan(facts: Facts, config: Config) -> Plan:
     post: Dict[str, List[List[str]]] = {}
     if "irqbalance" not in skip and config.irqbalance == "stop":
         settings.append(Setting(key="service:irqbalance", kind="service", target="irqbalance", want=False,
-                                reason=REASONS["irqbalance_stop"], label="irqbalance running"))
+                                reason=REASONS["irqbalance_stop"], label="irqbalance running", stage=STAGE_ETHTOOL))
     elif "irqbalance" not in skip and config.irqbalance == "ban":
         irqs = sorted({int(s.target.split("/")[3]) for s in settings if s.kind == "irq"})
         cpus = sorted({c for lay in layouts.values() for c in lay.queue_cpu.values()})

@@ -99,7 +99,7 @@ def test_udev_rule_starts_the_reapply_unit() -> None:
     # every comma-separated element parsed as KEY op "value"
     assert len(pairs) == rules[0].count(",") + 1
     d = {(k, op): v for k, op, v in pairs}
-    assert d[("ACTION", "==")] == "add" and d[("SUBSYSTEM", "==")] == "net"
+    assert d[("ACTION", "==")] == "add|move" and d[("SUBSYSTEM", "==")] == "net"
     assert d[("TAG", "+=")] == "systemd"
     unit = d[("ENV{SYSTEMD_WANTS}", "+=")]
     assert unit == "nettune-reapply@%k.service"
