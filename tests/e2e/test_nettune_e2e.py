@@ -1,0 +1,290 @@
+"""nettune end to end, on a Debian guest booted with systemd and udev (a
+rootfs built from Debian packages, scripts/build-rootfs.sh), with 4 vCPUs, the
+emulated 82599 (`-device ixgbe`, stock Linux ixgbe driver) and a multiqueue
+virtio-net NIC (4 queue pairs on a multiqueue tap).
+
+The steps run in order on one VM, as an administrator would:
+
+1. the guest boots: systemd is PID 1, udev bound both NICs, irqbalance runs,
+   both NICs have 4 queues; nettune is installed with guest/install.sh and the
+   untuned readings are recorded;
+2. `nettune apply`, then `nettune verify` passes;
+3. the IRQ affinity in /proc/irq, xps_cpus/rps_cpus in sysfs and ethtool
+   -a/-g/-c/-k/-l read back what `nettune plan --json` says (read here
+   directly, not through nettune); what nettune skipped as unsupported really
+   is refused by the driver;
+4. `rmmod ixgbe; modprobe ixgbe`: without any manual step (nettune's udev
+   rule and reapply unit, systemd-networkd bringing the port back), `verify`
+   passes again and the readings match the plan;
+5. after a reboot (systemd's, QEMU keeps running) likewise (nettune.service);
+6. `nettune revert` restores the original readings;
+7. the kernel log has no warnings about either NIC and QEMU reported nothing.
+
+Readings that irqbalance owns (the affinity of IRQs while it runs) cannot be
+compared by value before and after: irqbalance rewrites them every 10 s. For
+those, step 6 checks that irqbalance runs again and that the same IRQs exist.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shlex
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import TIMINGS, remember_vm
+from netcheck import device_problems, format_records
+from sysguest import (
+    Lab,
+    RootfsImage,
+    SystemdVM,
+    check_plan,
+    ixgbe_wire,
+    pick_accel,
+    plan_json,
+    plan_sysctls,
+    readings,
+    virtio_wire,
+)
+
+VCPUS = 4
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# The nettune source tree installed into the guest (guest/install.sh in it).
+NETTUNE_SRC = Path(os.environ.get("NETTUNE_SRC") or REPO_ROOT / "guest").resolve()
+NETTUNE_LOGS = "journalctl -b --no-pager -o short-monotonic -u nettune.service -u 'nettune-reapply@*'"
+
+
+@dataclasses.dataclass
+class Setup:
+    vm: SystemdVM
+    lab: Lab
+    ixgbe: str  # interface names in the guest
+    virtio: str
+    original: dict[str, Any] = dataclasses.field(default_factory=dict)
+    original_plan: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def devs(self) -> list[str]:
+        return sorted([self.ixgbe, self.virtio])
+
+
+def settle(vm: SystemdVM, timeout: float = 300) -> None:
+    """Wait until systemd has no job queued or running (boot units, udev's
+    nettune-reapply@ oneshots)."""
+    vm.wait_until(
+        "systemd to finish its jobs",
+        lambda: vm.run("systemctl list-jobs --no-legend", timeout=60).stdout.strip() == "",
+        timeout,
+        interval=2,
+    )
+
+
+def wait_ports(s: Setup, timeout: float = 240) -> None:
+    """Both ports configured by systemd-networkd (the image's lab network)
+    and the ixgbe queue vectors requested (ixgbe requests them when the port
+    goes up)."""
+    ix, vi = s.lab.wire("ixgbe"), s.lab.wire("virtio_net")
+    s.ixgbe = s.vm.wait_netdevs("ixgbe", 1, timeout=timeout)[0]
+    s.virtio = s.vm.wait_netdevs("virtio_net", 1, timeout=timeout)[0]
+    s.vm.wait_ipv4(s.ixgbe, ix.guest_ip, timeout)
+    s.vm.wait_ipv4(s.virtio, vi.guest_ip, timeout)
+    s.vm.wait_until(
+        f"{s.ixgbe} queue vectors in /proc/interrupts",
+        lambda: f"{s.ixgbe}-TxRx-0" in s.vm.run("cat /proc/interrupts").stdout,
+        timeout,
+    )
+
+
+def verify(vm: SystemdVM, when: str) -> str:
+    r = vm.run("nettune verify", timeout=300)
+    if not r.ok:
+        logs = vm.run(NETTUNE_LOGS + " | tail -n 60").stdout
+        pytest.fail(
+            f"nettune verify {when} failed (rc={r.rc}):\n{r.stdout}\n"
+            f"--- nettune unit logs (this boot) ---\n{logs}",
+            pytrace=False,
+        )
+    assert "settings as planned" in r.stdout, r.stdout
+    return r.stdout
+
+
+def assert_readings_match_plan(s: Setup, when: str) -> dict[str, Any]:
+    plan = plan_json(s.vm)
+    assert sorted(plan["interfaces"]) == s.devs, plan["interfaces"]
+    seen = readings(s.vm, s.devs, plan_sysctls(plan))
+    bad = check_plan(plan, seen, ignore=unsupported(s.vm))
+    assert not bad, f"{when}: live readings differ from the plan:\n" + "\n".join(bad)
+    need = {"irq", "mask", "ethtool"}
+    for dev in s.devs:
+        kinds = {x["kind"] for x in plan["settings"] if x["iface"] == dev}
+        assert need <= kinds, f"{when}: the plan for {dev} lacks IRQ, XPS or ethtool settings"
+    return plan
+
+
+def unsupported(vm: SystemdVM) -> list[str]:
+    r = vm.run("cat /var/lib/nettune/state.json")
+    if not r.ok:
+        return []
+    state: dict[str, Any] = json.loads(r.stdout)
+    return [str(k) for k in state.get("unsupported", [])]
+
+
+ETHTOOL_FLAG = {"pause": "-A", "rings": "-G", "coalesce": "-C", "features": "-K", "channels": "-L"}
+
+
+def ethtool_command(setting: dict[str, Any]) -> str:
+    argv = ["ethtool", ETHTOOL_FLAG[setting["target"]], setting["iface"]]
+    for key, value in sorted(setting["want"].items()):
+        argv += [key, ("on" if value else "off") if isinstance(value, bool) else str(value)]
+    return shlex.join(argv)
+
+
+# ------------------------------------------------------------------ fixture
+@pytest.fixture(scope="module")
+def setup(request: pytest.FixtureRequest, rootfs: RootfsImage, qemu: Path, log_root: Path) -> Iterator[Setup]:
+    t0 = time.monotonic()
+    log_dir = log_root / "nettune"
+    with Lab([ixgbe_wire(0), virtio_wire(1, queues=VCPUS)]) as lab:
+        vm = SystemdVM(
+            rootfs, lab=lab, name="debian", log_dir=log_dir, smp=VCPUS, memory_mb=1024,
+            accel=pick_accel(log_root), qemu=qemu,
+        )  # fmt: skip
+        remember_vm(request.node, vm)
+        try:
+            vm.start()
+            s = Setup(vm, lab, "", "")
+            wait_ports(s)
+            settle(vm)
+            TIMINGS["boot to agent + ports up"] = time.monotonic() - t0
+            yield s
+        finally:
+            vm.shutdown()
+
+
+# -------------------------------------------------------------------- steps
+def test_boot_systemd_udev_multiqueue(setup: Setup, timed: None) -> None:
+    vm = setup.vm
+    assert vm.sh("cat /proc/1/comm").strip() == "systemd"
+    assert vm.run("systemctl is-active systemd-udevd").stdout.strip() == "active"
+    state = vm.systemd_state()
+    assert state == "running", f"systemd is {state}:\n{vm.run('systemctl --failed --no-pager').stdout}"
+    assert vm.sh("nproc").strip() == str(VCPUS)
+    assert vm.run("systemctl is-active irqbalance").stdout.strip() == "active"
+    for dev in setup.devs:
+        ch = vm.channels(dev)
+        assert ch["current"].get("Combined") == VCPUS, f"{dev}: {ch}"
+    # the lab wires work both ways before anything is tuned
+    for wire in setup.lab.wires:
+        r = vm.ping(wire.host_ip, count=3)
+        assert r.ok and " 0% packet loss" in r.stdout, f"ping {wire.host_ip} failed:\n{r.stdout}"
+
+
+def test_install_and_apply_then_verify(setup: Setup, timed: None) -> None:
+    vm = setup.vm
+    assert (NETTUNE_SRC / "install.sh").is_file(), f"no install.sh in {NETTUNE_SRC} (NETTUNE_SRC)"
+    vm.put_tree(NETTUNE_SRC, "/root/nettune-src")
+    out = vm.sh("bash /root/nettune-src/install.sh", timeout=180)
+    assert "enabled nettune.service" in out, out
+    setup.original_plan = plan_json(vm)
+    setup.original = readings(vm, setup.devs, plan_sysctls(setup.original_plan))
+    r = vm.run("nettune apply", timeout=300)
+    assert r.ok, f"nettune apply failed (rc={r.rc}):\n{r.stdout}"
+    assert "applied profile" in r.stdout, r.stdout
+    verify(vm, "right after apply")
+
+
+def test_readings_match_plan(setup: Setup, timed: None) -> None:
+    vm = setup.vm
+    plan = assert_readings_match_plan(setup, "after apply")
+    # what nettune skipped as unsupported is really refused by the driver
+    skipped = unsupported(vm)
+    for key in skipped:
+        setting = next((x for x in plan["settings"] if x["key"] == key), None)
+        assert (
+            setting is not None and setting["kind"] == "ethtool"
+        ), f"unsupported {key} not an ethtool setting"
+        r = vm.run(ethtool_command(setting))
+        assert (
+            not r.ok and "not supported" in r.stdout.lower()
+        ), f"nettune skipped {key} as unsupported, but `{ethtool_command(setting)}` gives rc={r.rc}: {r.stdout}"
+    # the tuning changed something real on both NICs: fewer queues than CPUs
+    # (CPU 0 is housekeeping), the others pinned 1:1
+    for dev in setup.devs:
+        lay = plan["interfaces"][dev]
+        assert lay["queues"] == VCPUS - 1, lay
+        assert sorted(lay["queue_cpu"].values()) == list(range(1, VCPUS)), lay
+
+
+def test_driver_reload_reapplies(setup: Setup, timed: None) -> None:
+    vm = setup.vm
+    vm.sh("rmmod ixgbe && modprobe ixgbe", timeout=180)
+    wait_ports(setup)
+    settle(vm)
+    verify(vm, "after rmmod ixgbe; modprobe ixgbe")
+    assert_readings_match_plan(setup, "after the driver reload")
+    r = vm.ping(setup.lab.wire("ixgbe").host_ip, count=3)
+    assert (
+        r.ok and " 0% packet loss" in r.stdout
+    ), f"ixgbe port does not pass traffic after the reload:\n{r.stdout}"
+
+
+def test_reboot_reapplies(setup: Setup, timed: None) -> None:
+    vm = setup.vm
+    seconds = vm.reboot(timeout=600)
+    TIMINGS["reboot (agent back)"] = seconds
+    wait_ports(setup)
+    settle(vm)
+    unit = vm.run("systemctl is-active nettune.service").stdout.strip()
+    assert unit == "active", f"nettune.service is {unit}:\n{vm.run(NETTUNE_LOGS).stdout[-4000:]}"
+    state = vm.systemd_state()
+    assert state == "running", f"systemd is {state}:\n{vm.run('systemctl --failed --no-pager').stdout}"
+    verify(vm, "after a reboot")
+    assert_readings_match_plan(setup, "after the reboot")
+
+
+def test_revert_restores_original(setup: Setup, timed: None) -> None:
+    vm = setup.vm
+    assert setup.original, "no original readings (the apply step did not run)"
+    r = vm.run("nettune revert", timeout=300)
+    assert r.ok, f"nettune revert failed (rc={r.rc}):\n{r.stdout}"
+    assert vm.run("test -e /var/lib/nettune/state.json").rc != 0, "state file still there after revert"
+    wait_ports(setup)
+    settle(vm)
+    now = readings(vm, setup.devs, plan_sysctls(setup.original_plan))
+    before = setup.original
+    diffs: list[str] = []
+    for dev in setup.devs:
+        for section, want in before["ethtool"][dev].items():
+            have = now["ethtool"][dev][section]
+            if have != want:
+                diffs.append(f"{dev} ethtool {section}: was {want}, now {have}")
+        if now["queues"][dev] != before["queues"][dev]:
+            diffs.append(f"{dev} queue masks: was {before['queues'][dev]}, now {now['queues'][dev]}")
+        if before["irqbalance"] == "active":
+            # irqbalance owns IRQ affinity: the same IRQs must exist again
+            if sorted(now["irq"][dev]) != sorted(before["irq"][dev]):
+                diffs.append(f"{dev} IRQs: was {sorted(before['irq'][dev])}, now {sorted(now['irq'][dev])}")
+        elif now["irq"][dev] != before["irq"][dev]:
+            diffs.append(f"{dev} IRQ affinity: was {before['irq'][dev]}, now {now['irq'][dev]}")
+    if now["sysctl"] != before["sysctl"]:
+        diffs.append(f"sysctls: was {before['sysctl']}, now {now['sysctl']}")
+    if now["irqbalance"] != before["irqbalance"]:
+        diffs.append(f"irqbalance: was {before['irqbalance']}, now {now['irqbalance']}")
+    assert not diffs, (
+        "revert did not restore the original readings:\n" + "\n".join(diffs) + f"\n--- revert ---\n{r.stdout}"
+    )
+
+
+def test_no_device_warnings(setup: Setup, timed: None) -> None:
+    vm = setup.vm
+    problems = []
+    for driver, dev in (("ixgbe", setup.ixgbe), ("virtio_net", setup.virtio)):
+        problems += device_problems(vm.dmesg(), driver, [vm.pci_address(dev)], [dev])
+    assert not problems, "kernel warnings about the NICs (this boot):\n" + format_records(problems)
+    assert not vm.qemu_problems(), f"QEMU reported problems:\n{vm.qemu_problems()}"
