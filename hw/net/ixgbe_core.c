@@ -89,16 +89,23 @@ static bool ixgbe_legacy_pending(IxgbeCore *core)
     return ixgbe_eicr_value(core) & mask;
 }
 
+/* The IVAR byte that routes a queue's RX or TX cause */
+static uint32_t ixgbe_ivar_entry(IxgbeCore *core, unsigned queue, bool is_tx)
+{
+    uint32_t ivar = core->mac[(IXGBE_IVAR0 >> 2) + queue / 2];
+
+    return (ivar >> ((queue & 1) * 16 + (is_tx ? 8 : 0))) & 0xFF;
+}
+
 static void ixgbe_flush_tx_writeback_for(IxgbeCore *core, int vector)
 {
     for (unsigned q = 0; q < IXGBE_NUM_QUEUES; q++) {
-        uint32_t ivar, ent;
+        uint32_t ent;
 
         if (!core->txq[q].wb_pending) {
             continue;
         }
-        ivar = core->mac[(IXGBE_IVAR0 >> 2) + q / 2];
-        ent = (ivar >> ((q & 1) * 16 + 8)) & 0xFF;
+        ent = ixgbe_ivar_entry(core, q, true);
         if (vector < 0 || ((ent & IXGBE_IVAR_VALID) &&
                            (ent & IXGBE_IVAR_VECTOR_MASK) == vector)) {
             ixgbe_tx_flush_writeback(core, q);
@@ -200,8 +207,7 @@ static void ixgbe_vector_timer(void *opaque)
 
 void ixgbe_raise_queue_cause(IxgbeCore *core, bool is_tx, unsigned queue)
 {
-    uint32_t ivar = core->mac[(IXGBE_IVAR0 >> 2) + queue / 2];
-    uint32_t ent = (ivar >> ((queue & 1) * 16 + (is_tx ? 8 : 0))) & 0xFF;
+    uint32_t ent = ixgbe_ivar_entry(core, queue, is_tx);
 
     if (!(ent & IXGBE_IVAR_VALID)) {
         return;

@@ -61,10 +61,10 @@ static void ixgbe_stat_inc(IxgbeCore *core, hwaddr addr)
 static void ixgbe_size_stat(IxgbeCore *core, hwaddr base, size_t len)
 {
     static const size_t limits[] = { 64, 127, 255, 511, 1023 };
-    unsigned i;
+    unsigned i = 0;
 
-    for (i = 0; i < ARRAY_SIZE(limits) && len > limits[i]; i++) {
-        /* find the bucket */
+    while (i < ARRAY_SIZE(limits) && len > limits[i]) {
+        i++;
     }
     ixgbe_stat_inc(core, base + i * 4);
 }
