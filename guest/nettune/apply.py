@@ -4,7 +4,9 @@
   file written atomically first), restores everything it changed in this run when
   a change fails, and changes nothing that already has the planned value.
 * `verify` compares the live system with the plan.
-* `revert` writes back exactly the recorded previous values, newest first.
+* `revert` writes back exactly the recorded previous values: NIC settings first (a
+  channel change re-creates queues and IRQs and resets their masks), then the rest,
+  each group newest first.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, TextIO, Tuple
 
 from .cpus import parse_cpulist, parse_mask
-from .discover import Facts
+from .discover import Facts, parse_interrupts
 from .errors import ApplyError, NettuneError, PrivilegeError
 from .ethtool import Ethtool, EthtoolError, command as ethtool_command
 from .plan import STAGE_ETHTOOL, STAGE_SYSTEM, Plan, Setting, make_plan
@@ -209,7 +211,24 @@ def preflight(host: Host, settings: List[Setting], store: StateStore) -> None:
 def _change_id(s: Setting) -> str:
     if s.kind == "ethtool":
         return f"ethtool:{s.iface}:{s.target}"
+    if s.kind == "irq" and s.irq_action:
+        # IRQ numbers change across reboots and driver reloads (modules load in
+        # parallel); the action name ("eth0-TxRx-0", "virtio1-input.0") does not.
+        return _irq_id(s.iface, s.irq_action)
     return f"{s.kind}:{s.target}"
+
+
+def _irq_id(iface: Optional[str], action: str) -> str:
+    return f"irq:{iface}:{action}"
+
+
+def irq_numbers(host: Host) -> Dict[str, int]:
+    """The IRQ number of each action name in /proc/interrupts now."""
+    try:
+        rows = parse_interrupts(host.root.read("/proc/interrupts"))
+    except OSError:
+        return {}
+    return {name: irq for irq, names in rows for name in names}
 
 
 def _line(s: Setting, current: Any) -> str:
@@ -256,6 +275,9 @@ def apply(host: Host, config: Config, store: StateStore, discover_fn: Callable[[
                   else f"nothing to change: all {len(plan.settings)} settings already as planned\n")
         return 0
     preflight(host, plan.settings, store)
+    # Channel and ring changes make drivers re-create queues and IRQs and reset their XPS
+    # and affinity; the readings from before them are the ones revert must bring back.
+    baseline = queue_readings(host, facts, sorted({s.iface for s in plan.settings if s.iface}))
     with store.lock():
         before = store.load()
         state: Dict[str, Any] = copy.deepcopy(before) if before else {"version": 1, "changes": []}
@@ -269,6 +291,8 @@ def apply(host: Host, config: Config, store: StateStore, discover_fn: Callable[[
                     facts = discover_fn()
                     plan = make_plan(facts, config)
                     preflight(host, plan.stage(STAGE_SYSTEM), store)
+                elif stage == STAGE_SYSTEM:
+                    baseline = {}      # nothing re-created the queues: readings are current
                 for s in plan.stage(stage):
                     if s.key in refused:
                         continue
@@ -280,7 +304,8 @@ def apply(host: Host, config: Config, store: StateStore, discover_fn: Callable[[
                                          f"({s.target})")
                     created = _system_dirs(host, s.target) if s.kind == "file" else []
                     snapshot = copy.deepcopy(state)
-                    _record(state, s, cur, created)
+                    was = baseline.get(_change_id(s))
+                    _record(state, s, was.value if was else cur, created)
                     store.save(state)
                     try:
                         cmds = write_value(host, s.kind, s.target, s.iface, s.want)
@@ -293,26 +318,117 @@ def apply(host: Host, config: Config, store: StateStore, discover_fn: Callable[[
                                   f"support changing it ({e}); not retried until revert\n")
                         continue
                     cmds += _post(host, plan, s)
-                    done.append(_Done(s, cur, cmds, created))
+                    done.append(_Done(s, was.value if was else cur, cmds, created))
                     out.write(f"changed {_line(s, cur)}{_annotate(host, cmds)}\n")
                     after = read_current(host, s)
                     if not satisfied(s, after):
                         out.write(f"warning: {s.iface or ''} {s.label} reads back as {show(s.kind, after)}\n")
+            _record_driver_resets(host, state, baseline, out)
+            store.save(state)
         except (NettuneError, OSError) as e:
             msg = str(e) if isinstance(e, NettuneError) else f"{e.filename or ''}: {e.strerror or e}"
             failed = _rollback(host, plan, done, out)
+            restored = len(done) - len(failed)
+            failed += _restore_readings(host, baseline, out)
             if before is None:
                 store.remove(state)
             else:
                 store.save(before)
             extra = f"; {len(failed)} could not be restored: {', '.join(failed)}" if failed else ""
-            raise ApplyError(f"apply failed: {msg}. Restored the {len(done) - len(failed)} setting(s) "
+            raise ApplyError(f"apply failed: {msg}. Restored the {restored} setting(s) "
                              f"changed before the failure{extra}.") from None
     if done:
         out.write(f"applied profile {plan.profile}: {len(done)} change(s); previous values in {store.path}\n")
     else:
         out.write(f"nothing to change: all {len(plan.settings)} settings already as planned\n")
     return 0
+
+
+@dataclass
+class Reading:
+    """A queue mask or queue IRQ affinity as found before apply changed anything."""
+
+    id: str
+    kind: str                 # "irq" or "mask"
+    target: str
+    iface: str
+    label: str
+    value: str
+    irq_action: Optional[str] = None
+
+
+def queue_readings(host: Host, facts: Facts, ifnames: List[str]) -> Dict[str, Reading]:
+    """Every queue's XPS/RPS mask and every queue IRQ's affinity of the given interfaces."""
+    found: List[Reading] = []
+    for name in ifnames:
+        itf = facts.interfaces.get(name)
+        if itf is None:
+            continue
+        for irq, action in [(q.irq, q.name) for q in itf.queue_irqs] + [(o.irq, o.name) for o in itf.other_irqs]:
+            found.append(Reading(_irq_id(name, action), "irq", f"/proc/irq/{irq}/smp_affinity_list", name,
+                                 f"IRQ {irq} {action}", "", action))
+        base = f"/sys/class/net/{name}/queues"
+        for q in sorted(host.root.listdir(base)):
+            leaf = "xps_cpus" if q.startswith("tx-") else "rps_cpus"
+            target = f"{base}/{q}/{leaf}"
+            found.append(Reading(f"mask:{target}", "mask", target, name, f"{q} {leaf[:3].upper()}", ""))
+    out: Dict[str, Reading] = {}
+    for r in found:
+        try:
+            r.value = host.root.read(r.target)
+        except OSError:
+            continue   # e.g. xps_cpus of a single-queue device without XPS support
+        out[r.id] = r
+    return out
+
+
+def _record_driver_resets(host: Host, state: Dict[str, Any], baseline: Dict[str, Reading], out: TextIO) -> None:
+    """Record the pre-apply reading of queue files apply did not write but a driver reset."""
+    recorded = {entry["id"] for entry in state["changes"]}
+    irqs = irq_numbers(host) if baseline else {}
+    for rid, r in sorted(baseline.items()):
+        if rid in recorded:
+            continue
+        target = _reading_target(r, irqs)
+        try:
+            now: Any = host.root.read(target) if target else MISSING
+        except OSError:
+            now = MISSING
+        if now is not MISSING and satisfied(Setting("", r.kind, target, r.value, ""), now):
+            continue
+        entry = {"id": rid, "kind": r.kind, "target": r.target, "iface": r.iface,
+                 "label": f"{r.label} (reset by the driver)", "previous": r.value, "applied": None}
+        if r.irq_action is not None:
+            entry["irq_action"] = r.irq_action
+        state["changes"].append(entry)
+        out.write(f"recorded {r.iface} {r.label}: {show(r.kind, r.value)} before the driver reset it to "
+                  f"{show(r.kind, now)}; revert restores it\n")
+
+
+def _reading_target(r: Reading, irqs: Dict[str, int]) -> str:
+    """Where a reading lives now: an IRQ is found by its name ("" when it is gone)."""
+    if r.irq_action is None:
+        return r.target
+    irq = irqs.get(r.irq_action)
+    return f"/proc/irq/{irq}/smp_affinity_list" if irq is not None else ""
+
+
+def _restore_readings(host: Host, baseline: Dict[str, Reading], out: TextIO) -> List[str]:
+    """After a rollback: put back queue masks and IRQ affinities a driver reset."""
+    failed: List[str] = []
+    irqs = irq_numbers(host) if baseline else {}
+    for r in baseline.values():
+        target = _reading_target(r, irqs)
+        if not target or not host.root.exists(target):
+            continue
+        try:
+            if satisfied(Setting("", r.kind, target, r.value, ""), host.root.read(target)):
+                continue
+            write_value(host, r.kind, target, r.iface, r.value)
+            out.write(f"restored {r.iface} {r.label}: {show(r.kind, r.value)}\n")
+        except (ApplyError, OSError) as e:
+            failed.append(f"{r.label} ({e})")
+    return failed
 
 
 def _record(state: Dict[str, Any], s: Setting, current: Any, created_dirs: List[str]) -> None:
@@ -325,9 +441,12 @@ def _record(state: Dict[str, Any], s: Setting, current: Any, created_dirs: List[
                 entry["applied"].update(s.want)
             else:
                 entry["applied"] = s.want
+                entry["target"] = s.target   # an IRQ may have a new number since
             return
     entry = {"id": cid, "kind": s.kind, "target": s.target, "iface": s.iface, "label": s.label,
              "previous": copy.deepcopy(current), "applied": copy.deepcopy(s.want)}
+    if s.irq_action is not None:
+        entry["irq_action"] = s.irq_action
     if s.kind == "file":
         entry["created_dirs"] = list(created_dirs)
     state["changes"].append(entry)
@@ -361,7 +480,9 @@ def _post(host: Host, plan: Plan, s: Setting) -> List[List[str]]:
 
 def _rollback(host: Host, plan: Plan, done: List[_Done], out: TextIO) -> List[str]:
     failed: List[str] = []
-    for d in reversed(done):
+    newest_first = list(reversed(done))
+    for d in ([d for d in newest_first if d.setting.kind == "ethtool"]      # as revert_order
+              + [d for d in newest_first if d.setting.kind != "ethtool"]):
         s = d.setting
         try:
             cmds = write_value(host, s.kind, s.target, s.iface, d.previous)
@@ -404,17 +525,30 @@ def revert(host: Host, store: StateStore, out: TextIO, dry_run: bool = False) ->
         if state is not None and not dry_run:
             store.remove(state)
         return 0
+    order = revert_order(state["changes"])
     if dry_run:
-        for entry in reversed(state["changes"]):
+        for entry in order:
             out.write(f"would restore {_entry_name(entry)}: {show(entry['kind'], entry['previous'])}\n")
         out.write(f"dry run: {len(state['changes'])} setting(s) would be restored, nothing changed\n")
         return 0
     with store.lock():
         remaining: List[Dict[str, Any]] = []
         restored = skipped = 0
-        for entry in reversed(state["changes"]):
+        irqs: Optional[Dict[str, int]] = None
+        for entry in order:
             kind, target = entry["kind"], entry["target"]
             name = _entry_name(entry)
+            action = entry.get("irq_action")
+            if kind == "irq" and action:
+                if irqs is None:
+                    irqs = irq_numbers(host)
+                if action not in irqs:
+                    out.write(f"skipped {name}: no IRQ named {action} any more\n")
+                    skipped += 1
+                    continue
+                target = f"/proc/irq/{irqs[action]}/smp_affinity_list"
+                if target != entry["target"]:
+                    name += f" (now IRQ {irqs[action]})"
             if kind in ("irq", "mask", "sysctl") and not host.root.exists(target):
                 out.write(f"skipped {name}: {target} no longer exists\n")
                 skipped += 1
@@ -429,9 +563,9 @@ def revert(host: Host, store: StateStore, out: TextIO, dry_run: bool = False) ->
                 out.write(f"restored {name}: {show(kind, entry['previous'])}{_annotate(host, cmds)}\n")
             except (ApplyError, OSError, ServiceError) as e:
                 out.write(f"FAILED to restore {name}: {e}\n")
-                remaining.insert(0, entry)
+                remaining.append(entry)
         if remaining:
-            state["changes"] = remaining
+            state["changes"] = [e for e in state["changes"] if any(e is r for r in remaining)]
             store.save(state)
             out.write(f"revert incomplete: {len(remaining)} setting(s) could not be restored; "
                       f"they stay recorded in {store.path}\n")
@@ -440,6 +574,14 @@ def revert(host: Host, store: StateStore, out: TextIO, dry_run: bool = False) ->
     out.write(f"reverted {restored} setting(s)" + (f", skipped {skipped} that no longer exist" if skipped else "")
               + "\n")
     return 0
+
+
+def revert_order(changes: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """NIC (ethtool) settings first, so that queues and IRQs exist again before their
+    masks and affinities are written back; each group newest first."""
+    newest_first = list(reversed(changes))
+    return ([e for e in newest_first if e["kind"] == "ethtool"]
+            + [e for e in newest_first if e["kind"] != "ethtool"])
 
 
 def _entry_name(entry: Dict[str, Any]) -> str:

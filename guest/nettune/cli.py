@@ -1,4 +1,4 @@
-"""Command line: nettune discover | plan | apply | verify | revert."""
+"""Command line: nettune discover | plan | apply | verify | revert | wait-up."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from .apply import Host, apply, revert, verify
 from .discover import Facts, default_interfaces, discover, format_facts, list_interfaces
 from .errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, NettuneError, UsageError
 from .ethtool import RealEthtool, RecordedEthtool, dump_json
+from .linkwait import wait_up
 from .plan import format_plan, make_plan, select_interfaces, sysctl_names
 from .profiles import CATEGORIES, IRQBALANCE_POLICIES, PROFILES, Config, load_config
 from .services import RealServices, RecordedServices
@@ -82,6 +83,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("revert", help="restore the recorded previous values")
     _globals(p, True)
     p.add_argument("-n", "--dry-run", action="store_true", help="print what would be restored")
+    p = sub.add_parser("wait-up", help="wait until an interface is set up (its queue IRQs then exist); "
+                                       "exit 1 on timeout")
+    _globals(p, True)
+    p.add_argument("interface", metavar="IF")
+    p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="default 60")
     return parser
 
 
@@ -164,6 +170,12 @@ def run(argv: Optional[List[str]] = None, out: TextIO = sys.stdout) -> int:
     cmd = args.command
     if cmd == "revert":
         return revert(host, store, out, dry_run=args.dry_run)
+    if cmd == "wait-up":
+        if wait_up(host.root, args.interface, args.timeout):
+            out.write(f"{args.interface} is up\n")
+            return EXIT_OK
+        out.write(f"{args.interface} is not up after {args.timeout:g} s\n")
+        return EXIT_FAILED
     cfg = make_config(args, host.root)
     discover_fn = _discover_fn(host, cfg, getattr(args, "missing_ok", False), out)
     if cmd == "discover":

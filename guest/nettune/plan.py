@@ -35,6 +35,7 @@ class Setting:
     iface: Optional[str] = None
     label: str = ""       # what a person calls it: "IRQ 24 eth0-TxRx-0"
     stage: int = STAGE_SYSTEM
+    irq_action: Optional[str] = None   # kind irq: the action name, stable where the number is not
 
     def to_json(self) -> Dict[str, Any]:
         return {"key": self.key, "kind": self.kind, "target": self.target, "want": self.want,
@@ -278,7 +279,7 @@ def make_plan(facts: Facts, config: Config) -> Plan:
                 settings.append(Setting(
                     key=f"irq:{name}:{qi.name}", kind="irq", target=f"/proc/irq/{qi.irq}/smp_affinity_list",
                     want=format_cpulist([queue_cpu[qi.queue]]), reason=REASONS["irq"], iface=name,
-                    label=f"IRQ {qi.irq} {qi.name}"))
+                    label=f"IRQ {qi.irq} {qi.name}", irq_action=qi.name))
             missing_q = [q for q in range(nq) if q not in present]
             if present and missing_q and ch is None:
                 notes.append(f"{name}: queue {format_cpulist(missing_q)} has no IRQ of its own")
@@ -295,7 +296,7 @@ def make_plan(facts: Facts, config: Config) -> Plan:
                     settings.append(Setting(
                         key=f"irq:{name}:{o.name}", kind="irq", target=f"/proc/irq/{o.irq}/smp_affinity_list",
                         want=format_cpulist(other_cpus), reason=REASONS["other_irq"], iface=name,
-                        label=f"IRQ {o.irq} {o.name}"))
+                        label=f"IRQ {o.irq} {o.name}", irq_action=o.name))
 
         # --- XPS / RPS ------------------------------------------------------------------------
         if "xps" not in skip and config.xps and itf.tx_queues > 1:

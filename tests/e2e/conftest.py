@@ -17,9 +17,9 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "guest"), str(HERE)]
 
 from sysguest import RootfsImage, build_rootfs  # noqa: E402
-from vm import VM, HarnessError, build_dir, has_device, qemu_binary  # noqa: E402
+from vm import HarnessError, build_dir, has_device, qemu_binary  # noqa: E402
+from vmreport import failure_sections  # noqa: E402
 
-LAUNCHED = pytest.StashKey[list[VM]]()
 TIMINGS: dict[str, float] = {}
 
 
@@ -87,10 +87,6 @@ def timed(request: pytest.FixtureRequest) -> Iterator[None]:
     TIMINGS[request.node.name] = time.monotonic() - t0
 
 
-def remember_vm(node: pytest.Item | pytest.Collector, vm: VM) -> None:
-    node.stash.setdefault(LAUNCHED, []).append(vm)
-
-
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     if not TIMINGS:
         return
@@ -103,21 +99,5 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
     if report.failed:
-        vms: list[VM] = []
-        node: pytest.Item | pytest.Collector | None = item
-        while node is not None:
-            launched: list[VM] = node.stash.get(LAUNCHED, [])
-            vms.extend(launched)
-            node = node.parent
-        for vm in vms:
-            report.sections.append((f"{vm.name}: logs", f"in {vm.log_dir}"))
-            problems = vm.qemu_problems()
-            if problems:
-                report.sections.append((f"{vm.name}: QEMU stderr / guest errors", problems[-6000:]))
-            report.sections.append((f"{vm.name}: console (tail)", vm.console_tail(3000)))
-            try:
-                agent = vm.agent_log.read_text(errors="replace")[-6000:]
-            except OSError:
-                agent = ""
-            report.sections.append((f"{vm.name}: agent log (tail)", agent))
+        report.sections.extend(failure_sections(item))
     return report

@@ -6,8 +6,8 @@ virtio-net NIC (4 queue pairs on a multiqueue tap).
 The steps run in order on one VM, as an administrator would:
 
 1. the guest boots: systemd is PID 1, udev bound both NICs, irqbalance runs,
-   both NICs have 4 queues; nettune is installed with guest/install.sh and the
-   untuned readings are recorded;
+   both NICs have 4 queues; nettune is installed with guest/install.sh, the
+   operator's own XPS masks are set and the untuned readings are recorded;
 2. `nettune apply`, then `nettune verify` passes;
 3. the IRQ affinity in /proc/irq, xps_cpus/rps_cpus in sysfs and ethtool
    -a/-g/-c/-k/-l read back what `nettune plan --json` says (read here
@@ -17,7 +17,8 @@ The steps run in order on one VM, as an administrator would:
    rule and reapply unit, systemd-networkd bringing the port back), `verify`
    passes again and the readings match the plan;
 5. after a reboot (systemd's, QEMU keeps running) likewise (nettune.service);
-6. `nettune revert` restores the original readings;
+6. `nettune revert` restores the original readings (also the XPS masks the
+   drivers reset when apply changed the channel count);
 7. the kernel log has no warnings about either NIC and QEMU reported nothing.
 
 Readings that irqbalance owns (the affinity of IRQs while it runs) cannot be
@@ -38,7 +39,7 @@ from typing import Any
 
 import pytest
 
-from conftest import TIMINGS, remember_vm
+from conftest import TIMINGS
 from netcheck import device_problems, format_records
 from sysguest import (
     Lab,
@@ -52,6 +53,7 @@ from sysguest import (
     readings,
     virtio_wire,
 )
+from vmreport import remember_vm
 
 VCPUS = 4
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -191,6 +193,12 @@ def test_install_and_apply_then_verify(setup: Setup, timed: None) -> None:
     vm.put_tree(NETTUNE_SRC, "/root/nettune-src")
     out = vm.sh("bash /root/nettune-src/install.sh", timeout=180)
     assert "enabled nettune.service" in out, out
+    # The operator's own XPS masks (every CPU on every TX queue, not the drivers' 1:1
+    # default): apply's channel change makes both drivers re-create their queues and
+    # reset these, and step 6 checks that revert brings them back all the same.
+    every_cpu = f"{(1 << VCPUS) - 1:x}"
+    for dev in setup.devs:
+        vm.sh(f"for f in /sys/class/net/{dev}/queues/tx-*/xps_cpus; do echo {every_cpu} > $f; done")
     setup.original_plan = plan_json(vm)
     setup.original = readings(vm, setup.devs, plan_sysctls(setup.original_plan))
     r = vm.run("nettune apply", timeout=300)

@@ -24,9 +24,7 @@ from vm import (
     has_device,
     qemu_binary,
 )
-
-LAUNCHED = pytest.StashKey[list[VM]]()
-
+from vmreport import failure_sections, remember_vm  # noqa: E402
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("guest", "guest VM tests")
@@ -111,8 +109,7 @@ def _factory(
         vm = VM(image, name=name, log_dir=test_dir, qemu=qemu, **kwargs)
         vms.append(vm)
         # make the logs of this VM reachable from every test that uses it
-        launched = request.node.stash.setdefault(LAUNCHED, [])
-        launched.append(vm)
+        remember_vm(request.node, vm)
         return vm.start()
 
     try:
@@ -153,23 +150,5 @@ def make_module_vm(
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
     if report.failed:
-        vms: list[VM] = []
-        # VMs of module-scoped fixtures live on the module's node
-        node: pytest.Item | pytest.Collector | None = item
-        while node is not None:
-            if LAUNCHED in node.stash:
-                launched: list[VM] = node.stash[LAUNCHED]
-                vms.extend(launched)
-            node = node.parent
-        for vm in vms:
-            report.sections.append((f"{vm.name}: logs", f"in {vm.log_dir}"))
-            problems = vm.qemu_problems()
-            if problems:
-                report.sections.append((f"{vm.name}: QEMU stderr / guest errors", problems[-6000:]))
-            report.sections.append((f"{vm.name}: console (tail)", vm.console_tail(3000)))
-            try:
-                agent = vm.agent_log.read_text(errors="replace")[-6000:]
-            except OSError:
-                agent = ""
-            report.sections.append((f"{vm.name}: agent log (tail)", agent))
+        report.sections.extend(failure_sections(item))
     return report

@@ -5,11 +5,13 @@ from __future__ import annotations
 import errno
 import json
 import os
-from typing import Callable, Dict
+import shutil
+from typing import Callable, Dict, List
 
 import pytest
 
 from conftest import BUILT_TREES, Result, tree_hash
+from nettune.ethtool import RecordedEthtool
 from nettune.sysfs import Root
 
 NT = Callable[..., Result]
@@ -24,6 +26,18 @@ def read(root: str, path: str) -> str:
 def ethtool_state(root: str) -> Dict[str, object]:
     with open(os.path.join(root, "ethtool.json")) as f:
         return json.load(f)["devices"]  # type: ignore[no-any-return]
+
+
+def fail_writes_to(monkeypatch: pytest.MonkeyPatch, target: str, err: int) -> Callable[[Root, str, str], None]:
+    """The kernel refusing writes to one file; returns the real Root.write."""
+    real_write = Root.write
+
+    def write(self: Root, path: str, data: str) -> None:
+        if path == target:
+            raise OSError(err, os.strerror(err), path)
+        real_write(self, path, data)
+    monkeypatch.setattr(Root, "write", write)
+    return real_write
 
 
 @pytest.mark.parametrize("name", BUILT_TREES)
@@ -138,13 +152,7 @@ def test_kernel_refusal_mid_way_rolls_back(tree: TREE, nt: NT, monkeypatch: pyte
     """The kernel refusing a write (EIO, as for a managed IRQ) on the third IRQ."""
     root = tree("igb-4q")
     before = tree_hash(root)
-    real_write = Root.write
-
-    def write(self: Root, path: str, data: str) -> None:
-        if path == "/proc/irq/26/smp_affinity_list":
-            raise OSError(errno.EIO, "Input/output error", path)
-        real_write(self, path, data)
-    monkeypatch.setattr(Root, "write", write)
+    fail_writes_to(monkeypatch, "/proc/irq/26/smp_affinity_list", errno.EIO)
     r = nt("--root", root, "apply")
     assert r.rc == 1 and "Input/output error" in r.err and "/proc/irq/26" in r.err
     assert tree_hash(root) == before
@@ -156,13 +164,7 @@ def test_failure_keeps_earlier_applies(tree: TREE, nt: NT, monkeypatch: pytest.M
     pristine = tree_hash(root)
     assert nt("--root", root, "apply", "-p", "throughput").rc == 0
     tuned = tree_hash(root)
-    real_write = Root.write
-
-    def write(self: Root, path: str, data: str) -> None:
-        if path == "/proc/sys/net/core/busy_read":
-            raise OSError(errno.EINVAL, "Invalid argument", path)
-        real_write(self, path, data)
-    monkeypatch.setattr(Root, "write", write)
+    real_write = fail_writes_to(monkeypatch, "/proc/sys/net/core/busy_read", errno.EINVAL)
     r = nt("--root", root, "apply", "-p", "latency")
     assert r.rc == 1 and "busy_read" in r.err
     assert "changed eth0 ring sizes: rx 4096 tx 4096 -> rx 512 tx 512" in r.out
@@ -280,11 +282,12 @@ def test_state_file_records_previous_values(tree: TREE, nt: NT) -> None:
     with open(os.path.join(root, "var/lib/nettune/state.json")) as f:
         state = json.load(f)
     by_id = {c["id"]: c for c in state["changes"]}
-    assert by_id["irq:/proc/irq/24/smp_affinity_list"]["previous"] == "0-3\n"
+    assert by_id["irq:eth0:eth0-TxRx-0"]["previous"] == "0-3\n"
+    assert by_id["irq:eth0:eth0-TxRx-0"]["irq_action"] == "eth0-TxRx-0"
     assert by_id["ethtool:eth0:rings"]["previous"] == {"rx": 512, "tx": 512}
     assert by_id["sysctl:/proc/sys/net/ipv4/tcp_rmem"]["previous"] == "4096\t131072\t6291456\n"
     ids = [c["id"] for c in state["changes"]]
-    assert ids.index("ethtool:eth0:channels") < ids.index("irq:/proc/irq/24/smp_affinity_list")
+    assert ids.index("ethtool:eth0:channels") < ids.index("irq:eth0:eth0-TxRx-0")
 
 
 def test_state_file_outside_the_tree(tree: TREE, nt: NT, tmp_path: "os.PathLike[str]") -> None:
@@ -331,3 +334,96 @@ def test_missing_ok_skips_absent_configured_interfaces(tree: TREE, nt: NT) -> No
     assert r.rc == 0 and "eth5 not present; skipped" in r.out and "changed eth0 IRQ 40" in r.out
     r = nt("--root", root, "apply", "-i", "eth7", "--missing-ok")
     assert r.rc == 0 and "nothing to do" in r.out
+
+
+IXGBE_QUEUES = "/sys/devices/pci0000:00/0000:00:02.0/net/eth0/queues"
+
+
+@pytest.fixture
+def requeueing_driver(monkeypatch: pytest.MonkeyPatch, tmp_path: "os.PathLike[str]") -> None:
+    """`ethtool -L` on the ixgbe-4q tree behaves like the driver: it re-creates the queues,
+    the ones above the new count vanish and every XPS mask is reset to the driver's default
+    (ixgbe with ATR, virtio-net)."""
+    stash = os.path.join(str(tmp_path), "stash")
+    os.makedirs(stash)
+    real_set = RecordedEthtool.set
+
+    def driver_set(self: RecordedEthtool, dev: str, op: str, values: Dict[str, object]) -> List[str]:
+        argv = real_set(self, dev, op, values)  # type: ignore[arg-type]
+        if op == "channels":
+            queues = os.path.dirname(self.path) + IXGBE_QUEUES
+            n = int(values["combined"])  # type: ignore[call-overload]
+            for q in range(4):
+                for kind in ("rx", "tx"):
+                    live, gone = f"{queues}/{kind}-{q}", f"{stash}/{kind}-{q}"
+                    if q >= n and os.path.isdir(live):
+                        shutil.move(live, gone)
+                    elif q < n and not os.path.isdir(live):
+                        shutil.move(gone, live)
+                if q < n:
+                    with open(f"{queues}/tx-{q}/xps_cpus", "w") as f:
+                        f.write(f"{1 << q:x}\n")
+        return argv
+    monkeypatch.setattr(RecordedEthtool, "set", driver_set)
+
+
+def operator_masks(root: str) -> None:
+    for q in range(4):                      # the operator's own masks before nettune
+        with open(f"{root}{IXGBE_QUEUES}/tx-{q}/xps_cpus", "w") as f:
+            f.write("f\n")
+
+
+def test_revert_after_a_channel_change_restores_masks_the_driver_reset(
+        tree: TREE, nt: NT, requeueing_driver: None) -> None:
+    """revert brings back the readings from before apply, also of the queue apply never wrote."""
+    root = tree("ixgbe-4q")
+    operator_masks(root)
+    before = tree_hash(root)
+    r = nt("--root", root, "apply")
+    assert r.rc == 0, r.err
+    assert "changed eth0 channels: combined 4 -> combined 3" in r.out
+    assert "recorded eth0 tx-3 XPS: f before the driver reset it to missing" in r.out
+    assert not os.path.exists(f"{root}{IXGBE_QUEUES}/tx-3")
+    assert read(root, "/sys/class/net/eth0/queues/tx-0/xps_cpus") == "2\n"   # CPU 1: CPU 0 keeps house
+    assert nt("--root", root, "verify").rc == 0
+    r = nt("--root", root, "revert")
+    assert r.rc == 0, r.err
+    assert r.out.index("restored eth0 channels") < r.out.index("restored eth0 tx-0 XPS")
+    assert tree_hash(root) == before        # all four masks back to f, tx-3 included
+
+
+def test_failed_apply_after_a_channel_change_restores_masks_the_driver_reset(
+        tree: TREE, nt: NT, requeueing_driver: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same for the rollback of an apply that fails after the channel change."""
+    root = tree("ixgbe-4q")
+    operator_masks(root)
+    before = tree_hash(root)
+    fail_writes_to(monkeypatch, "/proc/sys/net/core/netdev_budget", errno.EINVAL)
+    r = nt("--root", root, "apply")
+    assert r.rc == 1 and "netdev_budget" in r.err and "could not be restored" not in r.err
+    assert "changed eth0 tx-0 XPS: 1 -> 2" in r.out          # the driver had reset it
+    assert "restored eth0 tx-0 XPS: f" in r.out and "restored eth0 tx-3 XPS: f" in r.out
+    assert tree_hash(root) == before
+
+
+def test_revert_follows_irqs_renumbered_since_apply(tree: TREE, nt: NT) -> None:
+    """After a reboot or driver reload the queue IRQs may have other numbers (modules load
+    in parallel). revert finds each one by its name and restores its own previous value,
+    and does not write onto whatever IRQ now has the old number."""
+    root = tree("ixgbe-4q")
+    for irq, cpus in ((24, "0-1"), (25, "2-3")):
+        with open(f"{root}/proc/irq/{irq}/smp_affinity_list", "w") as f:
+            f.write(cpus + "\n")
+    assert nt("--root", root, "apply").rc == 0
+    path = root + "/proc/interrupts"
+    with open(path) as f:
+        text = f.read()
+    # eth0-TxRx-0 and eth0-TxRx-1 swap numbers, as after a reload in another order
+    text = text.replace("eth0-TxRx-0", "@").replace("eth0-TxRx-1", "eth0-TxRx-0").replace("@", "eth0-TxRx-1")
+    with open(path, "w") as f:
+        f.write(text)
+    r = nt("--root", root, "revert")
+    assert r.rc == 0, r.err
+    assert "restored eth0 IRQ 24 eth0-TxRx-0 (now IRQ 25): 0-1" in r.out
+    assert read(root, "/proc/irq/25/smp_affinity_list") == "0-1\n"   # eth0-TxRx-0's own value
+    assert read(root, "/proc/irq/24/smp_affinity_list") == "2-3\n"   # eth0-TxRx-1's own value

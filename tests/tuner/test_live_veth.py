@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from typing import Iterator, List
 
 import pytest
@@ -121,3 +122,36 @@ def test_real_ethtool_and_sysfs_apply_verify_revert(veth: str) -> None:
     rv = nettune(veth, "revert")
     assert rv.returncode == 0, rv.stdout + rv.stderr
     assert snapshot() == before
+
+
+def test_wait_up_is_woken_by_the_link_event() -> None:
+    """`nettune wait-up` (the re-apply unit's ExecStartPre) returns as soon as the port is set
+    up, times out with exit 1 when it never is, and refuses an unknown interface."""
+    wns = NS + "-wait"
+    subprocess.run([IP or "ip", "netns", "add", wns], check=True)
+    cmd = [IP or "ip", "netns", "exec", wns, sys.executable, os.path.join(GUEST, "bin", "nettune"), "wait-up"]
+    try:
+        subprocess.run([IP or "ip", "-n", wns, "link", "add", "wa", "type", "veth", "peer", "name", "wb"],
+                       check=True)
+        late = subprocess.run(cmd + ["wa", "--timeout", "1"], stdout=subprocess.PIPE, universal_newlines=True,
+                              timeout=30)
+        assert late.returncode == 1 and "wa is not up after 1 s" in late.stdout
+        unknown = subprocess.run(cmd + ["nosuch0"], stderr=subprocess.PIPE, universal_newlines=True, timeout=30)
+        assert unknown.returncode == 2 and "no such interface: nosuch0" in unknown.stderr
+
+        waiter = subprocess.Popen(cmd + ["wa", "--timeout", "60"], stdout=subprocess.PIPE, universal_newlines=True)
+        try:
+            time.sleep(1.0)
+            assert waiter.poll() is None              # still waiting: the port is down
+            up_at = time.monotonic()
+            subprocess.run([IP or "ip", "-n", wns, "link", "set", "wa", "up"], check=True)
+            out, _ = waiter.communicate(timeout=30)
+        finally:
+            waiter.kill()
+        assert waiter.returncode == 0 and "wa is up" in out
+        assert time.monotonic() - up_at < 5           # woken by the event, not by the timeout
+        again = subprocess.run(cmd + ["wa", "--timeout", "0"], stdout=subprocess.PIPE, universal_newlines=True,
+                               timeout=30)
+        assert again.returncode == 0                  # already up: no wait at all
+    finally:
+        subprocess.run([IP or "ip", "netns", "del", wns], check=False)
