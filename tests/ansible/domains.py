@@ -5,9 +5,9 @@ import json
 import re
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
-from conftest import virsh
+from conftest import REPO, virsh
 
 from ansible_collections.qemu_ixgbe.tuning.plugins.module_utils.agent import Agent
 
@@ -55,6 +55,22 @@ def domain_xml(name: str, qemu: Path, image: Dict[str, Path], console: Path,
 </domain>
 """.format(name=name, vcpus=vcpus, kernel=image["kernel"], initrd=image["initrd"], cpu=cpu,
            qemu=qemu, console=console, firmware=firmware)
+
+
+def site_hostvars(work: Path, domain: Dict[str, Any]) -> Dict[str, Any]:
+    """Variables for site.yml on this host: the domain, and every file the roles
+    write kept inside the test's work directory."""
+    return {
+        "kvm_domains": [domain],
+        "kvm_host_vhost_net": "auto",
+        "kvm_host_modules_load_file": str(work / "modules-load.conf"),
+        "kvm_host_irqbalance_banned_cpus": "0",
+        "kvm_host_irqbalance_config": str(work / "irqbalance"),
+        "vhost_pinning_config_dir": str(work / "vhost-pinning"),
+        "vhost_pinning_helper": str(work / "vhost-pin"),
+        "vhost_pinning_log": str(work / "vhost-pin.log"),
+        "vhost_pinning_libvirtd_restart_command": "%s restart" % (REPO / "scripts/libvirtd.sh"),
+    }
 
 
 def remove_domain(name: str) -> None:

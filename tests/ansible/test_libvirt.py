@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -15,10 +14,9 @@ from typing import Any, Dict, Iterator
 
 import pytest
 
-from conftest import (REPO, has_ixgbe, require_numa_binding, run_playbook, virsh,
-                      write_inventory)
-from domains import (cpu_flags, define, domain_xml, remove_domain, start, thread_cpus,
-                     wait_for_log)
+from conftest import has_ixgbe, require_numa_binding, run_playbook, virsh, write_inventory
+from domains import (cpu_flags, define, domain_xml, remove_domain, site_hostvars, start,
+                     thread_cpus, wait_for_log)
 
 NAME = "qemu-ixgbe-test-tune"
 HOOK = Path("/etc/libvirt/hooks/qemu.d/50-qemu-ixgbe-vhost-pin")
@@ -46,17 +44,7 @@ def env(libvirtd: str, qemu_binary: Path, guest_image: Dict[str, Path]) -> Itera
         # no /dev/vhost-net here: QEMU's monitor I/O thread stands in for a worker
         "vhost_name_pattern": "^%s$" % WORKER,
     }
-    hostvars = {
-        "kvm_domains": [domain],
-        "kvm_host_vhost_net": "auto",
-        "kvm_host_modules_load_file": str(work / "modules-load.conf"),
-        "kvm_host_irqbalance_banned_cpus": "0",
-        "kvm_host_irqbalance_config": str(work / "irqbalance"),
-        "vhost_pinning_config_dir": str(work / "vhost-pinning"),
-        "vhost_pinning_helper": str(work / "vhost-pin"),
-        "vhost_pinning_log": str(work / "vhost-pin.log"),
-        "vhost_pinning_libvirtd_restart_command": "%s restart" % (REPO / "scripts/libvirtd.sh"),
-    }
+    hostvars = site_hostvars(work, domain)
     inventory = write_inventory(work / "inventory.json", hostvars)
     yield {"work": work, "console": console, "inventory": inventory, "domain": domain,
            "hostvars": hostvars, "nic_model": nic_model, "qemu": qemu_binary}

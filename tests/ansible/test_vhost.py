@@ -113,3 +113,116 @@ def test_real_threads_are_found_pinned_and_verified() -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+# ------------------------------------------------- vhost-user backends by socket --
+
+SOCK = "/run/vhu/vm1-net0.sock"
+BACKEND = 7000
+
+
+def test_backend_found_when_it_listens_and_qemu_connects() -> None:
+    # QEMU (client) socket 10 <-> 11, the backend's accepted socket, named after the path;
+    # 12 is the backend's listener, 13/14 a bystander connected to the same listener.
+    sockets = {10: ("", 11), 11: (SOCK, 10), 12: (SOCK, 0), 13: ("", 14), 14: (SOCK, 13),
+               20: ("/run/other.sock", 21), 21: ("", 20)}
+    owners = {11: [BACKEND], 12: [BACKEND], 13: [8000], 14: [BACKEND], 21: [9000]}
+    found = vhost.match_backends([SOCK], QEMU_PID, [10, 20], sockets, owners)
+    assert found == [{"socket": SOCK, "pids": [BACKEND]}]
+
+
+def test_backend_found_when_qemu_listens_and_it_connects() -> None:
+    # QEMU listens (30) and accepted 31 (named after the path); the backend holds the peer 32
+    sockets = {30: (SOCK, 0), 31: (SOCK, 32), 32: ("", 31)}
+    found = vhost.match_backends([SOCK], QEMU_PID, [30, 31], sockets, {32: [BACKEND]})
+    assert found == [{"socket": SOCK, "pids": [BACKEND]}]
+
+
+def test_socket_without_a_connected_backend() -> None:
+    sockets = {30: (SOCK, 0)}
+    assert vhost.match_backends([SOCK], QEMU_PID, [30], sockets, {}) == [
+        {"socket": SOCK, "pids": []}]
+
+
+def test_vhostuser_sockets_from_libvirt_status_xml() -> None:
+    xml = """<domstatus state='running' pid='4242'><domain type='kvm'><devices>
+      <interface type='vhostuser'><source type='unix' path='%s' mode='client'/></interface>
+      <interface type='network'><source network='default'/></interface>
+    </devices></domain></domstatus>""" % SOCK
+    assert vhost.vhostuser_sockets(xml) == [SOCK]
+    inner = xml[xml.index("<domain"):xml.index("</domstatus>")]
+    assert vhost.vhostuser_sockets(inner) == [SOCK]      # a plain domain XML too
+    assert vhost.vhostuser_sockets("<domain><devices/></domain>") == []
+
+
+SOCK_PROG = r"""
+import socket, sys, time
+mode, path, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+if mode == "listen":
+    s.bind(path)
+    s.listen(4)
+    print("listening", flush=True)
+    conns = [s.accept()[0] for _ in range(n)]
+else:
+    s.connect(path)
+print("connected", flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("qemu_listens", [False, True])
+def test_real_backend_found_through_its_socket(tmp_path: Path, qemu_listens: bool) -> None:
+    """Real processes on a real socket: the peer of the stand-in QEMU is the backend."""
+    path = str(tmp_path / "vhu.sock")
+    procs: list = []
+
+    def spawn(mode: str, n: int = 1) -> subprocess.Popen:
+        p = subprocess.Popen([sys.executable, "-c", SOCK_PROG, mode, path, str(n)],
+                             stdout=subprocess.PIPE, text=True)
+        procs.append(p)
+        assert p.stdout is not None
+        if mode == "listen":
+            assert p.stdout.readline().strip() == "listening"
+        return p
+
+    try:
+        if qemu_listens:
+            qemu = spawn("listen")
+            backend = spawn("connect")
+        else:
+            backend = spawn("listen", 2)
+            qemu = spawn("connect")
+            spawn("connect")                      # a bystander on the backend's socket
+        for p in procs:
+            assert p.stdout is not None and p.stdout.readline().strip() == "connected"
+        found = vhost.find_backends([path, str(tmp_path / "none.sock")], qemu.pid)
+        assert found == [{"socket": path, "pids": [backend.pid]},
+                         {"socket": str(tmp_path / "none.sock"), "pids": []}]
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to move a thread")
+def test_backend_is_not_moved_out_of_its_own_cpuset_cgroup(tmp_path: Path) -> None:
+    """A backend confined by its service's cpuset: an error, no cgroup made, nothing moved."""
+    cpus = sorted(os.sched_getaffinity(0))
+    proc = subprocess.Popen(["sleep", "60"])
+    try:
+        os.sched_setaffinity(proc.pid, cpus)
+        fake = tmp_path / "proc"
+        (fake / str(proc.pid) / "task" / str(proc.pid)).mkdir(parents=True)
+        (fake / str(proc.pid) / "task" / str(proc.pid) / "cgroup").write_text("0::/svc\n")
+        (fake / "mounts").write_text("cgroup2 %s cgroup2 rw 0 0\n" % (tmp_path / "cg"))
+        (tmp_path / "cg" / "svc").mkdir(parents=True)
+        (tmp_path / "cg" / "svc" / "cpuset.cpus.effective").write_text("%d\n" % cpus[0])
+        worker = {"tid": proc.pid, "tgid": proc.pid, "comm": "sleep", "kind": "backend"}
+        (res,) = vhost.pin([worker], cpus[-1:], proc=str(fake))
+        assert "error" in res and not res["changed"] and res["cgroup"] is None, res
+        assert sorted(os.sched_getaffinity(proc.pid)) == cpus
+        assert sorted(p.name for p in (tmp_path / "cg").iterdir()) == ["svc"]
+    finally:
+        proc.kill()
+        proc.wait()

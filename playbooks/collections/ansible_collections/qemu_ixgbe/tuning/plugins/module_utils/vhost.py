@@ -13,22 +13,28 @@
 #   * Linux < 6.4: they are kernel threads (children of kthreadd, pid 2)
 #     with the same "vhost-<tid>" name, outside QEMU's thread group.
 #   * vhost-user: the datapath runs in a separate backend process; all of
-#     its threads (or those whose name matches a pattern) are workers.
-# find_workers() is a pure function of a thread list, so both kernel
-# behaviours are testable on any machine.
+#     its threads (or those whose name matches a pattern) are workers. The
+#     backend of a domain is found through its vhost-user sockets: the
+#     process at the other end of QEMU's connection on that socket path
+#     (sock_diag peers, match_backends()).
+# find_workers() and match_backends() are pure functions of thread and socket
+# lists, so both kernel behaviours and both socket modes are testable anywhere.
 from __future__ import annotations
 
 import argparse
 import json
 import os
 import re
+import socket
+import struct
 import sys
 import time
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
+import xml.etree.ElementTree as ET
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, TextIO, Tuple
 
 
 def parse_cpus(text: str) -> List[int]:
-    out = set()
+    out: Set[int] = set()
     for part in (text or "").strip().split(","):
         part = part.strip()
         if not part:
@@ -94,6 +100,41 @@ def find_workers(threads: Sequence[Mapping[str, Any]], qemu_pid: int,
     return picked
 
 
+def match_backends(paths: Sequence[str], qemu_pid: int, qemu_inodes: Iterable[int],
+                   sockets: Mapping[int, Tuple[str, int]],
+                   owners: Mapping[int, Sequence[int]]) -> List[Dict[str, Any]]:
+    """The backend processes at the other end of QEMU's vhost-user sockets.
+
+    sockets: unix socket inode -> (bound path or "", peer inode or 0).
+    owners: socket inode -> pids holding it. A QEMU socket belongs to `path`
+    when it or its peer is bound to it: QEMU as client connects to the
+    backend's listener (the backend's accepted socket carries the path), QEMU
+    as server accepts the backend (QEMU's accepted socket carries it).
+    Returns one {"socket", "pids"} per path, pids sorted (empty: not connected).
+    """
+    out = []
+    for path in paths:
+        pids: Set[int] = set()
+        for ino in qemu_inodes:
+            name, peer = sockets.get(int(ino), ("", 0))
+            if peer and path in (name, sockets.get(peer, ("", 0))[0]):
+                pids.update(p for p in owners.get(peer, ()) if int(p) != int(qemu_pid))
+        out.append({"socket": path, "pids": sorted(pids)})
+    return out
+
+
+def vhostuser_sockets(xml_text: str) -> List[str]:
+    """Socket paths of the vhost-user interfaces of a domain (or libvirt status) XML."""
+    root = ET.fromstring(xml_text)
+    dom = root if root.tag == "domain" else root.find("domain")
+    out: List[str] = []
+    for iface in (dom.findall("devices/interface") if dom is not None else []):
+        src = iface.find("source")
+        if iface.get("type") == "vhostuser" and src is not None and src.get("path"):
+            out.append(str(src.get("path")))
+    return out
+
+
 # ------------------------------------------------------------ /proc access --
 
 def _read(path: str) -> str:
@@ -147,6 +188,97 @@ def list_threads(proc: str, pids: Iterable[int], kthreads: bool = True) -> List[
                 if t:
                     out[int(name)] = t
     return [out[k] for k in sorted(out)]
+
+
+SOCK_DIAG_BY_FAMILY = 20
+NETLINK_SOCK_DIAG = 4
+UDIAG_SHOW_NAME, UDIAG_SHOW_PEER = 0x1, 0x4
+UNIX_DIAG_NAME, UNIX_DIAG_PEER = 0, 2
+
+
+def unix_sockets() -> Dict[int, Tuple[str, int]]:
+    """All unix sockets of this network namespace: inode -> (path, peer inode), via sock_diag."""
+    req = struct.pack("=BBHIIIII", socket.AF_UNIX, 0, 0, 0xFFFFFFFF, 0,
+                      UDIAG_SHOW_NAME | UDIAG_SHOW_PEER, 0xFFFFFFFF, 0xFFFFFFFF)
+    out: Dict[int, Tuple[str, int]] = {}
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_SOCK_DIAG) as nl:
+        nl.sendto(struct.pack("=IHHII", 16 + len(req), SOCK_DIAG_BY_FAMILY, 0x301, 1, 0) + req,
+                  (0, 0))  # NLM_F_REQUEST | NLM_F_DUMP
+        while True:
+            data = nl.recv(1 << 16)
+            off = 0
+            while off + 16 <= len(data):
+                length, mtype = struct.unpack_from("=IH", data, off)
+                if mtype == 3:  # NLMSG_DONE
+                    return out
+                if mtype == 2:  # NLMSG_ERROR
+                    err = -struct.unpack_from("=i", data, off + 16)[0]
+                    raise OSError(err, "sock_diag for unix sockets failed (is the unix_diag "
+                                       "kernel module available?): %s" % os.strerror(err))
+                ino = struct.unpack_from("=I", data, off + 20)[0]
+                name, peer, a = "", 0, off + 32
+                while a + 4 <= off + length:
+                    alen, atype = struct.unpack_from("=HH", data, a)
+                    if alen < 4:
+                        break
+                    if atype == UNIX_DIAG_NAME:
+                        name = data[a + 4:a + alen].split(b"\0", 1)[0].decode(errors="replace")
+                    elif atype == UNIX_DIAG_PEER:
+                        peer = struct.unpack_from("=I", data, a + 4)[0]
+                    a += (alen + 3) & ~3
+                out[ino] = (name, peer)
+                off += (length + 3) & ~3
+
+
+def socket_inodes(proc: str, pid: int) -> List[int]:
+    """Inodes of the sockets a process has open (/proc/<pid>/fd)."""
+    fd_dir = os.path.join(proc, str(pid), "fd")
+    out = []
+    try:
+        fds = os.listdir(fd_dir)
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return []
+    for fd in fds:
+        try:
+            target = os.readlink(os.path.join(fd_dir, fd))
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            out.append(int(target[8:-1]))
+    return out
+
+
+def socket_owners(proc: str, inodes: Iterable[int]) -> Dict[int, List[int]]:
+    """socket inode -> pids that hold it, for the given inodes only."""
+    wanted = {int(i) for i in inodes}
+    out: Dict[int, List[int]] = {}
+    if not wanted:
+        return out
+    for name in os.listdir(proc):
+        if name.isdigit():
+            for ino in wanted.intersection(socket_inodes(proc, int(name))):
+                out.setdefault(ino, []).append(int(name))
+    return out
+
+
+def find_backends(paths: Sequence[str], qemu_pid: int, proc: str = "/proc"
+                  ) -> List[Dict[str, Any]]:
+    """The processes serving QEMU's vhost-user sockets `paths` (see match_backends)."""
+    if not paths:
+        return []
+    sockets = unix_sockets()
+    qemu_inodes = socket_inodes(proc, qemu_pid)
+    peers = [sockets[i][1] for i in qemu_inodes if i in sockets and sockets[i][1]]
+    return match_backends(paths, qemu_pid, qemu_inodes, sockets, socket_owners(proc, peers))
+
+
+def domain_sockets(domain: str, run_dir: str = "/run/libvirt/qemu") -> List[str]:
+    """vhost-user socket paths of a running domain, from libvirt's status XML (no libvirt call)."""
+    path = os.path.join(run_dir, "%s.xml" % domain)
+    try:
+        return vhostuser_sockets(_read(path))
+    except FileNotFoundError:
+        raise ValueError("domain %r is not running (no %s)" % (domain, path))
 
 
 def current_cpus(tid: int) -> List[int]:
@@ -233,7 +365,12 @@ def move_to_vhost_cgroup(cg: Mapping[str, str], tid: int, cpus: Sequence[int]) -
 
 def pin(workers: Sequence[Mapping[str, Any]], cpus: Sequence[int], dry_run: bool = False,
         proc: str = "/proc") -> List[Dict[str, Any]]:
-    """Pin each worker to cpus (moving it out of a too narrow cpuset cgroup first)."""
+    """Pin each worker to cpus (moving a QEMU-side one out of a too narrow cpuset cgroup first).
+
+    A vhost-user backend's threads are never moved between cgroups (the
+    backend's cgroup belongs to its own service); a thread that cannot reach
+    the CPUs gets an "error" in its result instead of being pinned.
+    """
     want = sorted(set(cpus))
     results = []
     for w in workers:
@@ -243,18 +380,31 @@ def pin(workers: Sequence[Mapping[str, Any]], cpus: Sequence[int], dry_run: bool
         except ProcessLookupError:
             continue
         changed = before != want
-        moved = None
+        moved = error = None
         if changed:
             cg = cpuset_cgroup(proc, int(w.get("tgid", tid)), tid)
             if cg is not None and not set(want) <= set(cgroup_cpus(cg)):
-                moved = os.path.join(os.path.dirname(cg["dir"].rstrip("/")), VHOST_CGROUP)
-                if not dry_run:
-                    move_to_vhost_cgroup(cg, tid, want)
-            if not dry_run:
-                os.sched_setaffinity(tid, want)
-        results.append({"tid": tid, "comm": w.get("comm"), "kind": w.get("kind"),
-                        "before": format_cpus(before), "after": format_cpus(want),
-                        "changed": changed, "cgroup": moved})
+                if w.get("kind") == "backend":
+                    error = ("its cpuset cgroup %s allows only CPUs %s; widen the backend "
+                             "service's CPUs" % (cg["dir"], format_cpus(cgroup_cpus(cg))))
+                else:
+                    moved = os.path.join(os.path.dirname(cg["dir"].rstrip("/")), VHOST_CGROUP)
+                    if not dry_run:
+                        move_to_vhost_cgroup(cg, tid, want)
+            if not dry_run and error is None:
+                try:
+                    os.sched_setaffinity(tid, want)
+                except ProcessLookupError:
+                    continue
+                except OSError as e:
+                    error = "sched_setaffinity: %s" % e.strerror
+        item = {"tid": tid, "tgid": int(w.get("tgid", tid)), "comm": w.get("comm"),
+                "kind": w.get("kind"), "before": format_cpus(before),
+                "after": format_cpus(before if error else want),
+                "changed": changed and error is None, "cgroup": moved}
+        if error:
+            item["error"] = error
+        results.append(item)
     return results
 
 
@@ -284,11 +434,12 @@ def qemu_pid_of_domain(domain: str, run_dir: str = "/run/libvirt/qemu") -> int:
 
 def run_from_config(config_path: str, domain: str, proc: str = "/proc",
                     run_dir: str = "/run/libvirt/qemu", wait: float = 20.0,
-                    log=None) -> int:
+                    log: Optional[TextIO] = None) -> int:
     """Pin the workers of a started domain as its saved config says.
 
-    Waits up to `wait` seconds for the QEMU pid file and for at least the
-    configured number of workers (vhost threads appear as devices start).
+    Waits up to `wait` seconds for the QEMU pid file, for at least the
+    configured number of workers (vhost threads appear as devices start) and
+    for a backend on every vhost-user socket (a backend may connect late).
     """
     with open(config_path, encoding="utf-8") as f:
         cfg = json.load(f)
@@ -296,15 +447,21 @@ def run_from_config(config_path: str, domain: str, proc: str = "/proc",
     expect = int(cfg.get("min_workers", 1))
     deadline = time.monotonic() + wait
     workers: List[Dict[str, Any]] = []
+    backends: List[Dict[str, Any]] = []
     pid = None
     while True:
         found = False
         try:
             pid = qemu_pid_of_domain(domain, run_dir)
-            backends = [int(p) for p in cfg.get("backend_pids", [])]
-            threads = list_threads(proc, [pid] + backends)
-            workers = find_workers(threads, pid, backends, cfg.get("name_pattern"))
-            found = True
+            paths = list(cfg.get("backend_sockets", []))
+            if cfg.get("find_backends", True):
+                paths += [s for s in domain_sockets(domain, run_dir) if s not in paths]
+            backends = find_backends(paths, pid, proc)
+            backend_pids = sorted({int(p) for p in cfg.get("backend_pids", [])}
+                                  | {p for b in backends for p in b["pids"]})
+            threads = list_threads(proc, [pid] + backend_pids)
+            workers = find_workers(threads, pid, backend_pids, cfg.get("name_pattern"))
+            found = all(b["pids"] for b in backends)
         except (ValueError, OSError):
             workers = []
         if (found and len(workers) >= expect) or time.monotonic() >= deadline:
@@ -313,8 +470,9 @@ def run_from_config(config_path: str, domain: str, proc: str = "/proc",
     results = pin(workers, cpus)
     if log:
         log.write(json.dumps({"domain": domain, "pid": pid, "cpus": format_cpus(cpus),
-                              "threads": results}) + "\n")
-    return 0 if workers or expect == 0 else 1
+                              "backends": backends, "threads": results}) + "\n")
+    ok = (workers or expect == 0) and all(b["pids"] for b in backends)
+    return 0 if ok and not any("error" in r for r in results) else 1
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -11,7 +11,12 @@ description:
   - Finds the vhost worker threads that serve a QEMU process. On Linux 6.4
     and later they are C(vhost-<tid>) threads inside QEMU; before 6.4 they are
     C(vhost-<tid>) kernel threads. Threads of vhost-user backend processes
-    (O(backend_pids)) and QEMU threads matching O(name_pattern) are included too.
+    and QEMU threads matching O(name_pattern) are included too.
+  - A vhost-user backend is found through its socket (O(find_backends),
+    O(backend_sockets)): the process at the other end of QEMU's connection on
+    that path, whichever side listens. O(backend_pids) names backends directly.
+  - Backend threads are never moved between cgroups; a backend whose cpuset
+    cgroup excludes O(cpus) makes the module fail.
   - Pins each to O(cpus) with sched_setaffinity and reads the result back
     from C(/proc/<pid>/task/<tid>/status) (Cpus_allowed_list).
   - Supports check mode; reports changed only when a thread was moved.
@@ -31,6 +36,19 @@ options:
     type: list
     elements: int
     default: []
+  backend_sockets:
+    description: vhost-user socket paths whose backend processes (connected to QEMU) are workers.
+    type: list
+    elements: path
+    default: []
+  find_backends:
+    description:
+      - Also take the sockets of the domain's vhost-user interfaces from libvirt's
+        status XML C(<run_dir>/<domain>.xml). Only with O(domain).
+      - A socket without a connected backend is reported in RV(backends) with no pids
+        and a warning.
+    type: bool
+    default: true
   name_pattern:
     description: Regular expression; QEMU threads whose name matches count as workers too.
     type: str
@@ -50,6 +68,12 @@ EXAMPLES = r"""
   qemu_ixgbe.tuning.vhost_pin:
     domain: vm1
     cpus: "6-7"
+
+- name: Pin the vhost-user backend of vm2 (e.g. DPDK), found through its socket
+  qemu_ixgbe.tuning.vhost_pin:
+    domain: vm2
+    cpus: "2-3"
+    min_workers: 1
 """
 
 RETURN = r"""
@@ -57,6 +81,11 @@ pid:
   description: QEMU pid.
   returned: always
   type: int
+backends:
+  description: Each vhost-user socket looked at, with the pids of the processes serving it.
+  returned: always
+  type: list
+  elements: dict
 threads:
   description: Each worker thread with kind, before and after CPU lists.
   returned: always
@@ -75,6 +104,8 @@ def main():
             "pid": {"type": "int"},
             "cpus": {"type": "str", "required": True},
             "backend_pids": {"type": "list", "elements": "int", "default": []},
+            "backend_sockets": {"type": "list", "elements": "path", "default": []},
+            "find_backends": {"type": "bool", "default": True},
             "name_pattern": {"type": "str"},
             "min_workers": {"type": "int", "default": 1},
             "run_dir": {"type": "path", "default": "/run/libvirt/qemu"},
@@ -97,23 +128,39 @@ def main():
                          % (vhost.format_cpus(outside), vhost.format_cpus(online)))
     try:
         pid = p["pid"] or vhost.qemu_pid_of_domain(p["domain"], p["run_dir"])
-        threads = vhost.list_threads("/proc", [pid] + list(p["backend_pids"]))
-        workers = vhost.find_workers(threads, pid, p["backend_pids"], p["name_pattern"])
-    except ValueError as e:
+        paths = list(p["backend_sockets"])
+        if p["find_backends"] and p["domain"]:
+            paths += [s for s in vhost.domain_sockets(p["domain"], p["run_dir"])
+                      if s not in paths]
+        backends = vhost.find_backends(paths, pid)
+        backend_pids = sorted(set(p["backend_pids"]) | {b for x in backends for b in x["pids"]})
+        threads = vhost.list_threads("/proc", [pid] + backend_pids)
+        workers = vhost.find_workers(threads, pid, backend_pids, p["name_pattern"])
+    except (ValueError, OSError) as e:
         module.fail_json(msg=str(e))
+    for b in backends:
+        if not b["pids"]:
+            module.warn("no backend process is connected to QEMU on vhost-user socket %s"
+                        % b["socket"])
     if len(workers) < p["min_workers"]:
         module.fail_json(msg="found %d vhost worker thread(s) for pid %d, expected at least %d "
                              "(threads: %s)" % (len(workers), pid, p["min_workers"],
                                                 ", ".join(sorted({t["comm"] for t in threads}))),
-                         pid=pid)
+                         pid=pid, backends=backends)
     results = vhost.pin(workers, cpus, dry_run=module.check_mode)
     changed = any(r["changed"] for r in results)
+    errors = ["%s %d (%s): %s" % (r["kind"], r["tid"], r["comm"], r["error"])
+              for r in results if "error" in r]
+    if errors:
+        module.fail_json(msg="cannot pin to %s: %s" % (vhost.format_cpus(cpus), "; ".join(errors)),
+                         changed=changed, pid=pid, backends=backends, threads=results)
     if not module.check_mode:
         bad = vhost.verify("/proc", workers, cpus)
         if bad:
             module.fail_json(msg="threads not on %s after pinning: %s"
                              % (vhost.format_cpus(cpus), bad), threads=results)
-    module.exit_json(changed=changed, pid=pid, cpus=vhost.format_cpus(cpus), threads=results)
+    module.exit_json(changed=changed, pid=pid, cpus=vhost.format_cpus(cpus), backends=backends,
+                     threads=results)
 
 
 if __name__ == "__main__":
