@@ -26,6 +26,7 @@ from vm import (
 )
 from vmreport import failure_sections, remember_vm  # noqa: E402
 
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("guest", "guest VM tests")
     group.addoption(
