@@ -1011,6 +1011,17 @@ def free_tcp_port() -> int:
         return int(s.getsockname()[1])
 
 
+def tcp_listening(port: int) -> bool:
+    """Whether a TCP socket of this network namespace listens on `port` (IPv4)."""
+    with open("/proc/net/tcp", encoding="ascii") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                return True
+    return False
+
+
 class HostIperf3Server:
     """`iperf3 -s` on the host's loopback for one test (killed at exit)."""
 
@@ -1032,9 +1043,10 @@ class HostIperf3Server:
             )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-                if s.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return self
+            # Look for the listening socket instead of connecting to it: iperf3
+            # takes every connection for a client and a probe disturbs the test.
+            if tcp_listening(self.port):
+                return self
             if self._proc.poll() is not None:
                 break
             time.sleep(0.1)
