@@ -177,11 +177,27 @@ static void ixgbe_update_interrupts(IxgbeCore *core)
         return;
     }
 
-    if (msi_enabled(d)) {
+    /*
+     * One message for every cause: MSI, or MSI-X while GPIE.Multiple_MSIX
+     * is clear, which signals MSI-X vector 0 (DPDK under vfio-pci runs the
+     * port this way when it wants no per-queue interrupts).
+     */
+    if (msi_enabled(d) || msix_enabled(d)) {
+        if (core->intx_level) {
+            /* Message interrupts replace the pin */
+            core->intx_level = false;
+            trace_ixgbe_irq_intx(false);
+            pci_set_irq(d, 0);
+        }
         if (ixgbe_legacy_pending(core) && !core->vec[0].armed) {
             ixgbe_flush_tx_writeback_for(core, -1);
-            trace_ixgbe_irq_msi();
-            msi_notify(d, 0);
+            if (msix_enabled(d)) {
+                trace_ixgbe_irq_msix(0);
+                msix_notify(d, 0);
+            } else {
+                trace_ixgbe_irq_msi();
+                msi_notify(d, 0);
+            }
             ixgbe_arm_vector(core, 0);
         }
         return;

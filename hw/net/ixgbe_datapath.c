@@ -85,34 +85,54 @@ static uint64_t ixgbe_ring_base(IxgbeCore *core, hwaddr bal)
 /* Transmit                                                            */
 /* ------------------------------------------------------------------ */
 
-static void ixgbe_tx_stats(IxgbeCore *core, unsigned q, struct NetTxPkt *pkt)
+/*
+ * Count one frame as it leaves the MAC: a TSO packet is counted once per
+ * segment, as the wire sees it.  The MAC counters (GOTC, PTCxx) include
+ * padding to the minimum frame and the CRC; the queue byte counter (QBTC)
+ * counts the frame without them, as DPDK's per-queue statistics expect.
+ */
+static void ixgbe_tx_stats(IxgbeCore *core, unsigned q,
+                           const struct iovec *iov, int iovcnt)
 {
-    size_t len = net_tx_pkt_get_total_len(pkt) + 4;
+    size_t len = iov_size(iov, iovcnt);
+    size_t wire = MAX(len, IXGBE_MIN_FRAME) + 4;
     unsigned si = ixgbe_queue_stat_index(core, IXGBE_TQSM0, q);
+    uint8_t dst[ETH_ALEN] = { 0 };
 
+    iov_to_buf(iov, iovcnt, 0, dst, sizeof(dst));
     ixgbe_stat_inc(core, IXGBE_GPTC);
     ixgbe_stat_inc(core, IXGBE_TPT);
-    ixgbe_stat64_add(core, IXGBE_GOTCL, len);
-    ixgbe_size_stat(core, IXGBE_PTC64, len);
-    switch (net_tx_pkt_get_packet_type(pkt)) {
-    case ETH_PKT_BCAST:
+    ixgbe_stat64_add(core, IXGBE_GOTCL, wire);
+    ixgbe_size_stat(core, IXGBE_PTC64, wire);
+    if (is_broadcast_ether_addr(dst)) {
         ixgbe_stat_inc(core, IXGBE_BPTC);
-        break;
-    case ETH_PKT_MCAST:
+    } else if (is_multicast_ether_addr(dst)) {
         ixgbe_stat_inc(core, IXGBE_MPTC);
-        break;
-    default:
-        break;
     }
     ixgbe_stat_inc(core, IXGBE_QPTC0 + si * 0x40);
     ixgbe_stat64_add(core, IXGBE_QBTC0 + si * 8, len);
 }
 
-static void ixgbe_tx_loopback(void *opaque, const struct iovec *iov,
-                              int iovcnt, const struct iovec *virt_iov,
-                              int virt_iovcnt)
+typedef struct IxgbeTxOut {
+    IxgbeCore *core;
+    unsigned queue;
+    bool loopback;
+} IxgbeTxOut;
+
+/* One frame on the wire (one segment of a TSO packet) */
+static void ixgbe_tx_out(void *opaque, const struct iovec *iov, int iovcnt,
+                         const struct iovec *virt_iov, int virt_iovcnt)
 {
-    ixgbe_rx_receive(opaque, iov, iovcnt, true);
+    IxgbeTxOut *out = opaque;
+    IxgbeCore *core = out->core;
+
+    trace_ixgbe_tx_frame(out->queue, iov_size(iov, iovcnt));
+    ixgbe_tx_stats(core, out->queue, iov, iovcnt);
+    if (out->loopback) {
+        ixgbe_rx_receive(core, iov, iovcnt, true);
+    } else {
+        qemu_sendv_packet(qemu_get_queue(core->nic), iov, iovcnt);
+    }
 }
 
 static bool ixgbe_tx_offloads(IxgbeCore *core, IxgbeTxQueue *txq)
@@ -171,7 +191,11 @@ static bool ixgbe_tx_offloads(IxgbeCore *core, IxgbeTxQueue *txq)
 
 static void ixgbe_tx_send(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq)
 {
-    bool sent;
+    IxgbeTxOut out = {
+        .core = core,
+        .queue = q,
+        .loopback = *reg(core, IXGBE_HLREG0) & IXGBE_HLREG0_LPBK,
+    };
 
     if (!net_tx_pkt_parse(txq->pkt) || !ixgbe_tx_offloads(core, txq)) {
         qemu_log_mask(LOG_GUEST_ERROR,
@@ -179,16 +203,11 @@ static void ixgbe_tx_send(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq)
                       "frame dropped\n", q);
         return;
     }
-    if (*reg(core, IXGBE_HLREG0) & IXGBE_HLREG0_LPBK) {
-        sent = net_tx_pkt_send_custom(txq->pkt, false, ixgbe_tx_loopback,
-                                      core);
-    } else {
-        sent = net_tx_pkt_send(txq->pkt, qemu_get_queue(core->nic));
-    }
-    if (sent) {
-        trace_ixgbe_tx_frame(q, net_tx_pkt_get_total_len(txq->pkt));
-        ixgbe_tx_stats(core, q, txq->pkt);
-    }
+    /*
+     * The peer never gets a virtio-net header from this device: offloads
+     * (checksums, TSO segmentation) are done here, frame by frame.
+     */
+    net_tx_pkt_send_custom(txq->pkt, false, ixgbe_tx_out, &out);
 }
 
 /* Process one descriptor; returns true when it asks for status (RS) */
@@ -528,16 +547,21 @@ static unsigned ixgbe_rx_buf_size(uint32_t srrctl)
     return kb ? kb * KiB : IXGBE_RX_BUF_DEFAULT;
 }
 
+/*
+ * len: the bytes written to host memory (without the CRC when it is
+ * stripped, without a stripped VLAN tag); wire: the frame as received,
+ * with its CRC, which the total-octets and size-bucket counters count.
+ */
 static void ixgbe_rx_stats(IxgbeCore *core, unsigned q, const uint8_t *buf,
-                           size_t len)
+                           size_t len, size_t wire)
 {
     unsigned si = ixgbe_queue_stat_index(core, IXGBE_RQSMR0, q);
 
     ixgbe_stat_inc(core, IXGBE_GPRC);
     ixgbe_stat_inc(core, IXGBE_TPR);
     ixgbe_stat64_add(core, IXGBE_GORCL, len);
-    ixgbe_stat64_add(core, IXGBE_TORL, len);
-    ixgbe_size_stat(core, IXGBE_PRC64, len);
+    ixgbe_stat64_add(core, IXGBE_TORL, wire);
+    ixgbe_size_stat(core, IXGBE_PRC64, wire);
     if (is_broadcast_ether_addr(buf)) {
         ixgbe_stat_inc(core, IXGBE_BPRC);
     } else if (is_multicast_ether_addr(buf)) {
@@ -656,7 +680,7 @@ ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
 {
     size_t size = iov_size(iov, iovcnt);
     uint32_t hlreg0 = *reg(core, IXGBE_HLREG0);
-    size_t max_frame, len;
+    size_t max_frame, len, wire;
     g_autofree uint8_t *buf = NULL;
     IxgbeRxInfo info;
     bool has_vlan;
@@ -674,6 +698,7 @@ ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
 
     /* Linear copy with room for padding and the CRC */
     len = MAX(size, IXGBE_MIN_FRAME);
+    wire = len + 4;
     buf = g_malloc0(len + 4);
     iov_to_buf(iov, iovcnt, 0, buf, size);
 
@@ -726,7 +751,7 @@ ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
         return 0;
     }
     trace_ixgbe_rx_frame(q, len, info.hash);
-    ixgbe_rx_stats(core, q, buf, len);
+    ixgbe_rx_stats(core, q, buf, len, wire);
     ixgbe_raise_queue_cause(core, false, q);
     return size;
 }

@@ -1397,6 +1397,194 @@ static void test_device_present(void)
     g_assert_true(qtest_has_device("ixgbe"));
 }
 
+/* ------------------------------------------------------------------ */
+/* What DPDK's ixgbe PMD relies on (tests/e2e/test_dpdk_pmd.py)         */
+/* ------------------------------------------------------------------ */
+
+/* Size-bucket counters: 64, 65-127, ..., 1024-max bytes with the CRC */
+#define DPDK_PRC(i)             (IXGBE_PRC64 + (i) * 4)
+#define DPDK_PTC(i)             (IXGBE_PTC64 + (i) * 4)
+#define DPDK_TXCTX_TUCMD_IPV4   (1u << 10)
+#define DPDK_TXCTX_L4T_TCP      (1u << 11)
+#define DPDK_TXCTX_L4LEN_SHIFT  8
+#define DPDK_TXCTX_MACLEN_SHIFT 9
+
+/*
+ * MSI-X enabled in the function but GPIE.Multiple_MSIX clear: every cause
+ * signals vector 0 and EICR clears on read, as with MSI.  DPDK runs a port
+ * bound to vfio-pci this way (link-change interrupt only).
+ */
+static void test_msix_single_vector(void)
+{
+    IxgbeTest t;
+    RxRing r;
+    uint8_t frame[128], wb[DESC_SIZE];
+    size_t len;
+
+    ixgbe_test_start(&t);
+    qpci_msix_enable(t.dev);
+    g_assert_cmphex(rd(&t, IXGBE_GPIE) & IXGBE_GPIE_MSIX_MODE, ==, 0);
+    wr(&t, IXGBE_EIMS, IXGBE_EICR_LSC);
+    msix_test_clear_pending(&t, -1);
+
+    set_link(&t, false);
+    msix_test_clear_pending(&t, 0);
+    g_assert_cmphex(rd(&t, IXGBE_EICR) & IXGBE_EICR_LSC, ==, IXGBE_EICR_LSC);
+    g_assert_cmphex(rd(&t, IXGBE_EICR), ==, 0);
+    set_link(&t, true);
+    msix_test_clear_pending(&t, 0);
+    g_assert_cmphex(rd(&t, IXGBE_EICR) & IXGBE_EICR_LSC, ==, IXGBE_EICR_LSC);
+
+    /* A queue cause (IVAR names EICR bit 0 here) takes the same vector */
+    rx_ring_setup(&t, &r, 0, 8);
+    rx_enable(&t);
+    ivar_rx(&t, 0, 0);
+    wr(&t, IXGBE_EIMS, 1);
+    len = build_frame(frame, test_mac, 80, 5);
+    backend_send(&t, frame, len);
+    rx_wait(&t, &r, wb);
+    msix_test_clear_pending(&t, 0);
+    g_assert_cmphex(rd(&t, IXGBE_EICR), ==, 1);
+
+    ixgbe_test_stop(&t);
+}
+
+/*
+ * Byte and size counters: the MAC counters (TOR, GOTC, PRCxx, PTCxx) count
+ * the frame as on the wire, padded and with its CRC; GORC and the queue
+ * counters (QBRC, QBTC) count what was written to or read from host memory.
+ * DPDK subtracts the CRC from GOTC and TOR itself.
+ */
+static void test_stats_wire_length(void)
+{
+    IxgbeTest t;
+    RxRing r;
+    uint8_t frame[128], got[256], wb[DESC_SIZE];
+    uint64_t ring, buf;
+    size_t len;
+
+    ixgbe_test_start(&t);
+    rx_ring_setup(&t, &r, 0, 8);
+    rx_enable(&t);                          /* strips the CRC */
+
+    len = build_frame(frame, test_mac, 100, 1);
+    backend_send(&t, frame, len);
+    rx_wait(&t, &r, wb);
+    g_assert_cmpuint(rx_wb_length(wb), ==, 100);
+    g_assert_cmpuint(rd(&t, IXGBE_GORCL), ==, 100);
+    g_assert_cmpuint(rd(&t, IXGBE_QBRC0), ==, 100);
+    g_assert_cmpuint(rd(&t, IXGBE_TORL), ==, 104);
+    g_assert_cmpuint(rd(&t, DPDK_PRC(0)), ==, 0);
+    g_assert_cmpuint(rd(&t, DPDK_PRC(1)), ==, 1);
+
+    len = build_frame(frame, test_mac, 60, 2);
+    backend_send(&t, frame, len);
+    rx_wait(&t, &r, wb);
+    g_assert_cmpuint(rd(&t, IXGBE_TORL), ==, 64);
+    g_assert_cmpuint(rd(&t, DPDK_PRC(0)), ==, 1);
+
+    ring = tx_ring_setup(&t, 0, 8, 0);
+    len = build_frame(frame, peer_mac, 100, 3);
+    buf = guest_frame(&t, frame, len);
+    tx_put_data(&t, ring, 0, buf, len, len,
+                IXGBE_TXD_CMD_EOP | IXGBE_TXD_CMD_RS);
+    wr(&t, txq(0, IXGBE_TXQ_TDT), 1);
+    g_assert_cmpint(backend_recv(&t, got, sizeof(got), WAIT_US / 1000), ==,
+                    100);
+    g_assert_cmpuint(rd(&t, IXGBE_GOTCL), ==, 104);
+    g_assert_cmpuint(rd(&t, IXGBE_QBTC0), ==, 100);
+    g_assert_cmpuint(rd(&t, DPDK_PTC(1)), ==, 1);
+
+    /* A short frame is padded to 60 bytes on the wire */
+    buf = guest_frame(&t, frame, 42);
+    tx_put_data(&t, ring, 1, buf, 42, 42,
+                IXGBE_TXD_CMD_EOP | IXGBE_TXD_CMD_RS);
+    wr(&t, txq(0, IXGBE_TXQ_TDT), 2);
+    g_assert_cmpint(backend_recv(&t, got, sizeof(got), WAIT_US / 1000), >=,
+                    42);
+    g_assert_cmpuint(rd(&t, IXGBE_GOTCL), ==, 64);
+    g_assert_cmpuint(rd(&t, IXGBE_QBTC0), ==, 42);
+    g_assert_cmpuint(rd(&t, DPDK_PTC(0)), ==, 1);
+
+    ixgbe_test_stop(&t);
+}
+
+/*
+ * TSO: one packet of 3 x MSS leaves as three frames, and the transmit
+ * counters count three packets (DPDK's TX-packets is QPTC).
+ */
+static void test_tso_stats(void)
+{
+    enum { MSS = 1000, NSEG = 3, HDR = 14 + 20 + 20 };
+    IxgbeTest t;
+    g_autofree uint8_t *pkt = g_malloc0(HDR + NSEG * MSS);
+    uint8_t got[2048], d[DESC_SIZE];
+    uint8_t *ip = pkt + 14, *tcp = ip + 20;
+    const uint8_t sip[4] = { 10, 0, 0, 1 }, dip[4] = { 10, 0, 0, 2 };
+    uint64_t ring, buf;
+
+    ixgbe_test_start(&t);
+    ring = tx_ring_setup(&t, 0, 8, 0);
+
+    memcpy(pkt, peer_mac, ETH_ALEN);
+    memcpy(pkt + 6, test_mac, ETH_ALEN);
+    stw_be_p(pkt + 12, 0x0800);
+    ip[0] = 0x45;
+    stw_be_p(ip + 2, 20 + 20 + NSEG * MSS);
+    ip[8] = 64;
+    ip[9] = 6;
+    memcpy(ip + 12, sip, 4);
+    memcpy(ip + 16, dip, 4);
+    stw_be_p(tcp, 1234);
+    stw_be_p(tcp + 2, 80);
+    stl_be_p(tcp + 4, 1000000);
+    tcp[12] = 5 << 4;
+    tcp[13] = 0x10;                         /* ACK */
+    for (unsigned i = HDR; i < HDR + NSEG * MSS; i++) {
+        pkt[i] = i * 13;
+    }
+    buf = guest_frame(&t, pkt, HDR + NSEG * MSS);
+
+    /* Context descriptor: IPv4/TCP, MACLEN 14, IPLEN 20, L4LEN 20, MSS */
+    memset(d, 0, sizeof(d));
+    stl_le_p(d, 20 | (14 << DPDK_TXCTX_MACLEN_SHIFT));
+    stl_le_p(d + 8, IXGBE_TXD_DTYP_CTXT | IXGBE_TXD_CMD_DEXT |
+             DPDK_TXCTX_TUCMD_IPV4 | DPDK_TXCTX_L4T_TCP);
+    stl_le_p(d + 12, (MSS << IXGBE_TXCTX_MSS_SHIFT) |
+             (20 << DPDK_TXCTX_L4LEN_SHIFT));
+    qtest_memwrite(t.qts, ring, d, sizeof(d));
+    /* One data descriptor with the whole packet; PAYLEN excludes headers */
+    stq_le_p(d, buf);
+    stl_le_p(d + 8, (HDR + NSEG * MSS) | IXGBE_TXD_DTYP_DATA |
+             IXGBE_TXD_CMD_DEXT | IXGBE_TXD_CMD_IFCS | IXGBE_TXD_CMD_TSE |
+             IXGBE_TXD_CMD_EOP | IXGBE_TXD_CMD_RS);
+    stl_le_p(d + 12, (NSEG * MSS << TXD_PAYLEN_SHIFT) |
+             IXGBE_TXD_POPTS_TXSM | IXGBE_TXD_POPTS_IXSM);
+    qtest_memwrite(t.qts, ring + DESC_SIZE, d, sizeof(d));
+    wr(&t, txq(0, IXGBE_TXQ_TDT), 2);
+
+    for (unsigned i = 0; i < NSEG; i++) {
+        g_assert_cmpint(backend_recv(&t, got, sizeof(got), WAIT_US / 1000),
+                        ==, HDR + MSS);
+        g_assert_cmpuint(lduw_be_p(got + 14 + 2), ==, 20 + 20 + MSS);
+        g_assert_cmphex(ip_checksum(got + 14, 20), ==, 0);
+        g_assert_cmpuint(ldl_be_p(got + 14 + 20 + 4), ==,
+                         1000000 + i * MSS);
+        g_assert_cmpmem(got + HDR, MSS, pkt + HDR + i * MSS, MSS);
+    }
+    backend_assert_silent(&t);
+    g_assert_true(tx_dd(&t, ring, 1));
+
+    g_assert_cmpuint(rd(&t, IXGBE_GPTC), ==, NSEG);
+    g_assert_cmpuint(rd(&t, IXGBE_TPT), ==, NSEG);
+    g_assert_cmpuint(rd(&t, IXGBE_QPTC0), ==, NSEG);
+    g_assert_cmpuint(rd(&t, IXGBE_QBTC0), ==, NSEG * (HDR + MSS));
+    g_assert_cmpuint(rd(&t, IXGBE_GOTCL), ==, NSEG * (HDR + MSS + 4));
+    g_assert_cmpuint(rd(&t, DPDK_PTC(5)), ==, NSEG);
+
+    ixgbe_test_stop(&t);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1421,6 +1609,9 @@ int main(int argc, char **argv)
     qtest_add_func("ixgbe/bad-input/rx-ring", test_bad_rx_ring);
     qtest_add_func("ixgbe/bad-input/tx-buffer", test_bad_tx_buffer);
     qtest_add_func("ixgbe/hotplug", test_hotplug);
+    qtest_add_func("ixgbe/dpdk/msix-single-vector", test_msix_single_vector);
+    qtest_add_func("ixgbe/dpdk/stats-wire-length", test_stats_wire_length);
+    qtest_add_func("ixgbe/dpdk/tso-stats", test_tso_stats);
 
     return g_test_run();
 }

@@ -1,0 +1,611 @@
+"""DPDK's ixgbe poll-mode driver on the emulated 82599, end to end.
+
+The Debian systemd guest (scripts/build-rootfs.sh; its image has Debian's
+DPDK 22.11: dpdk-testpmd with the ixgbe PMD, dpdk-devbind.py) boots with two
+emulated 82599 ports, each on a tap in the lab network namespace:
+
+    host tap tixgbe0 <-> port 0 (nic0)   testpmd io forwarding   port 1 (nic1) <-> host tap tixgbe1
+
+Per binding, on one VM, in order:
+
+1. the kernel ixgbe driver let go of both ports; they are bound to the
+   user-space I/O driver with dpdk-devbind.py;
+2. dpdk-testpmd (interactive, driven through a FIFO) probes both ports with
+   net_ixgbe, reports the MACs QEMU was given, and the link up at 10 Gbps;
+3. a link flap (QMP set_link on nic1) reaches testpmd as a link state change
+   interrupt, down and back up;
+4. frames the host writes into each tap are forwarded by testpmd out of the
+   other port, byte for byte, spread over two RX queues by RSS; the host
+   captures every one; testpmd's NIC counters (read from the device's
+   statistics registers) agree with what was sent, without errors or misses;
+5. testpmd quits cleanly, the ports go back to the kernel ixgbe driver, and a
+   ping over port 0 works;
+6. no kernel warning about either port, QEMU alive, nothing in its
+   guest-error log.
+
+Bindings:
+- uio_pci_generic: legacy INTx interrupts, DMA to guest-physical addresses
+  (IOVA as PA, 2 MiB hugepages);
+- vfio-pci behind an emulated Intel IOMMU (intel-iommu, guest intel_iommu=on;
+  Debian's kernel has no vfio no-IOMMU mode): MSI-X, DMA through the IOMMU
+  (IOVA as VA).
+
+The host side (sending and capturing raw frames) runs in the lab namespace
+as a small Python program (FRAME_TOOL), one process per direction.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import TIMINGS
+from netcheck import device_problems, format_records
+from sysguest import Lab, RootfsImage, SystemdVM, Wire, ixgbe_wire, pick_accel
+from vm import GuestError, KmsgRecord, mac_address, scaled
+from vmreport import remember_vm
+
+VCPUS = 2  # testpmd: a main lcore and one forwarding lcore
+MEMORY_MB = 2048
+HUGEPAGES = 256  # 2 MiB pages: 512 MiB for DPDK's memory
+FRAMES = 1000  # frames the host sends into each port
+RXQ = 2  # RX/TX queues per port (RSS over two RX queues)
+
+
+@dataclasses.dataclass(frozen=True)
+class Binding:
+    name: str  # test id
+    driver: str  # the guest driver that gives the port to DPDK
+    iova: str  # EAL --iova-mode
+    qemu_args: tuple[str, ...] = ()
+    append: str = ""
+    modprobe: str = ""
+
+
+BINDINGS = (
+    Binding("uio", "uio_pci_generic", "pa", modprobe="uio_pci_generic"),
+    Binding(
+        "vfio-viommu", "vfio-pci", "va",
+        qemu_args=("-machine", "q35,kernel-irqchip=split", "-device", "intel-iommu,intremap=on"),
+        append="intel_iommu=on", modprobe="vfio-pci",
+    ),
+)  # fmt: skip
+
+
+def lab_wires() -> list[Wire]:
+    # port 1's host side gets an address of its own; the image's
+    # systemd-networkd gives every ixgbe port 198.51.100.2 (used by port 0)
+    second = Wire("n1", "tixgbe1", "ixgbe", "ixgbe", mac_address(1), "192.0.2.1", "192.0.2.2")
+    return [ixgbe_wire(0), second]
+
+
+# ------------------------------------------------------------ host frames
+# Runs in the lab namespace: `send IFACE TAG COUNT DST_MAC` writes COUNT
+# UDP/IPv4 frames (sizes 64..1514, source ports varied so RSS spreads them)
+# into the tap; `capture IFACE TAG COUNT TIMEOUT` prints "ready", then one
+# JSON line once it has seen COUNT distinct frames of TAG (or timed out),
+# with the number of frames that differ from what was sent.
+FRAME_TOOL = r"""
+import json, socket, struct, sys, time
+
+MAGIC = b"ixgbe-dpdk-e2e"
+
+def csum(data):
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(data) // 2), data))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF
+
+def frame(tag, seq, dst):
+    size = 64 + (seq * 97) % 1451
+    src_ip, dst_ip = bytes([10, tag, seq >> 8 & 0xFF, seq & 0xFF]), bytes([10, 255, 0, 1])
+    head = MAGIC + struct.pack("!BI", tag, seq)
+    payload = head + bytes((seq + i) & 0xFF for i in range(size - 42 - len(head)))
+    udp = struct.pack("!HHHH", 1024 + seq % 4096, 9, 8 + len(payload), 0) + payload
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), seq & 0xFFFF, 0, 64, 17, 0, src_ip, dst_ip)
+    ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
+    c = csum(src_ip + dst_ip + struct.pack("!BBH", 0, 17, len(udp)) + udp) or 0xFFFF
+    udp = udp[:6] + struct.pack("!H", c) + udp[8:]
+    return dst + bytes([2, 0, 0, 0, 0, tag]) + b"\x08\x00" + ip + udp
+
+mode, iface, tag, count = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+s.bind((iface, 0))
+if mode == "send":
+    dst = bytes.fromhex(sys.argv[5].replace(":", ""))
+    for seq in range(count):
+        s.send(frame(tag, seq, dst))
+        if seq % 32 == 31:
+            time.sleep(0.01)  # the tap queue holds 1000 frames
+    print(json.dumps({"sent": count}))
+    sys.exit(0)
+deadline = time.monotonic() + float(sys.argv[5])
+seen, bad, other, octets = set(), 0, 0, 0
+s.settimeout(0.2)
+print("ready", flush=True)
+off = 14 + 20 + 8
+while len(seen) < count and time.monotonic() < deadline:
+    try:
+        data, addr = s.recvfrom(65536)
+    except TimeoutError:
+        continue
+    if addr[2] == socket.PACKET_OUTGOING:
+        continue
+    if data[off:off + len(MAGIC)] != MAGIC or data[off + len(MAGIC)] != tag:
+        other += 1
+        continue
+    seq = struct.unpack("!I", data[off + len(MAGIC) + 1:off + len(MAGIC) + 5])[0]
+    if data != frame(tag, seq, data[:6]):
+        bad += 1
+    elif seq not in seen:
+        seen.add(seq)
+        octets += len(data)
+print(json.dumps({"received": len(seen), "bad": bad, "other": other, "octets": octets}))
+"""
+
+
+def frame_octets(count: int) -> int:
+    """Bytes (without CRC) of the first `count` frames FRAME_TOOL sends."""
+    return sum(64 + (seq * 97) % 1451 for seq in range(count))
+
+
+class HostCapture:
+    """FRAME_TOOL capture on a tap in the lab namespace."""
+
+    def __init__(self, lab: Lab, iface: str, tag: int, count: int, timeout: float) -> None:
+        argv = [*lab.prefix(), sys.executable, "-c", FRAME_TOOL, "capture", iface, str(tag), str(count)]
+        self.proc = subprocess.Popen(
+            [*argv, str(scaled(timeout))], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline().strip()
+        if line != "ready":
+            self.proc.kill()
+            raise GuestError(f"host capture on {iface} did not start: {line}{self.proc.communicate()[1]}")
+
+    def result(self, timeout: float) -> dict[str, int]:
+        out, err = self.proc.communicate(timeout=scaled(timeout))
+        if self.proc.returncode != 0:
+            raise GuestError(f"host capture failed ({self.proc.returncode}): {err}")
+        result: dict[str, int] = json.loads(out.strip().splitlines()[-1])
+        return result
+
+
+def host_send(lab: Lab, iface: str, tag: int, count: int, dst: str) -> None:
+    r = lab.run([sys.executable, "-c", FRAME_TOOL, "send", iface, str(tag), str(count), dst], timeout=120)
+    if r.returncode != 0:
+        raise GuestError(f"host send into {iface} failed: {r.stderr}")
+
+
+# --------------------------------------------------------- testpmd output
+@dataclasses.dataclass(frozen=True)
+class PortStats:
+    rx_packets: int
+    rx_missed: int
+    rx_bytes: int
+    rx_errors: int
+    rx_nombuf: int
+    tx_packets: int
+    tx_errors: int
+    tx_bytes: int
+
+
+_STAT_KEYS = {
+    "RX-packets": "rx_packets", "RX-missed": "rx_missed", "RX-bytes": "rx_bytes", "RX-errors": "rx_errors",
+    "RX-nombuf": "rx_nombuf", "TX-packets": "tx_packets", "TX-errors": "tx_errors", "TX-bytes": "tx_bytes",
+}  # fmt: skip
+
+
+def _port_blocks(text: str, title: str) -> dict[int, str]:
+    """Blocks of testpmd output that start with a "<title> port N" header."""
+    parts = re.split(rf"^.*{re.escape(title)} port (\d+)(?:\s.*)?$", text, flags=re.MULTILINE)
+    return {int(parts[i]): parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+
+
+def parse_port_stats(text: str) -> dict[int, PortStats]:
+    """`show port stats all` -> {port: counters}."""
+    out: dict[int, PortStats] = {}
+    for port, block in _port_blocks(text, "NIC statistics for").items():
+        values = {
+            _STAT_KEYS[k]: int(v) for k, v in re.findall(r"([RT]X-[a-z]+):\s+(\d+)", block) if k in _STAT_KEYS
+        }
+        if set(values) != set(_STAT_KEYS.values()):
+            raise GuestError(f"cannot parse the statistics of port {port}:\n{block}")
+        out[port] = PortStats(**values)
+    return out
+
+
+def parse_xstats(text: str) -> dict[int, dict[str, int]]:
+    """`show port xstats all` -> {port: {"rx_good_packets": 600, ...}}."""
+    out: dict[int, dict[str, int]] = {}
+    for port, block in _port_blocks(text, "NIC extended statistics for").items():
+        out[port] = {k: int(v) for k, v in re.findall(r"^(\w+): (\d+)$", block, re.MULTILINE)}
+    return out
+
+
+def parse_port_info(text: str) -> dict[int, dict[str, str]]:
+    """`show port info all` -> {port: {"Link status": "up", ...}}."""
+    out: dict[int, dict[str, str]] = {}
+    for port, block in _port_blocks(text, "Infos for").items():
+        out[port] = {
+            k.strip(): v.strip() for k, v in re.findall(r"^([A-Za-z][^:\n]*):[ \t]*(.*)$", block, re.M)
+        }
+    return out
+
+
+def parse_probe(text: str) -> tuple[list[str], dict[int, str]]:
+    """testpmd's start-up: PCI addresses net_ixgbe probed, {port: MAC}."""
+    probed = re.findall(r"EAL: Probe PCI driver: net_ixgbe \(8086:1517\) device: (\S+)", text)
+    macs = {int(p): m.lower() for p, m in re.findall(r"^Port (\d+): ([0-9A-Fa-f:]{17})\s*$", text, re.M)}
+    return probed, macs
+
+
+def parse_stream_stats(text: str) -> dict[tuple[int, int], int]:
+    """Per-stream forward statistics printed at `stop` when a port has
+    several queues: {(rx port, rx queue): RX-packets}."""
+    out: dict[tuple[int, int], int] = {}
+    for port, queue, rx in re.findall(
+        r"Forward Stats for RX Port=\s*(\d+)/Queue=\s*(\d+) -> .*?\n\s*RX-packets:\s+(\d+)", text
+    ):
+        out[(int(port), int(queue))] = int(rx)
+    return out
+
+
+# ------------------------------------------------------- testpmd session
+class Testpmd:
+    """dpdk-testpmd in interactive mode in the guest, its commands written
+    into a FIFO (kept open by a holder process so it never sees EOF), its
+    output in a log file read over the agent."""
+
+    __test__ = False  # not a test class for pytest
+    FIFO = "/run/testpmd.in"
+    LOG = "/run/testpmd.log"
+    HOLDER = "/run/testpmd.holder"
+    PROMPT = "testpmd> "
+    EXIT = re.compile(r"@@TESTPMD-EXIT (\d+)@@")
+
+    def __init__(self, vm: SystemdVM) -> None:
+        self.vm = vm
+
+    def log(self) -> str:
+        return self.vm.run(f"cat {self.LOG}").stdout
+
+    def wait_log(self, what: str, done: Callable[[str], bool], timeout: float, interval: float = 0.5) -> str:
+        """The log, once `done(log)` holds (or testpmd exited)."""
+
+        def probe() -> str | None:
+            text = self.log()
+            return text if done(text) or self.EXIT.search(text) else None
+
+        return self.vm.wait_until(what, probe, timeout, interval)
+
+    def start(self, eal: list[str], app: list[str], timeout: float = 240) -> str:
+        f, log = self.FIFO, self.LOG
+        cmd = shlex.join(["stdbuf", "-oL", "-eL", "dpdk-testpmd", *eal, "--", "-i", *app])
+        self.vm.sh(f"rm -f {f} {log} {self.HOLDER} && mkfifo {f}")
+        self.vm.sh(
+            f"setsid sh -c 'echo $$ > {self.HOLDER}; exec sleep 100000 > {f}' < /dev/null > /dev/null 2>&1 &"
+        )
+        self.vm.sh(
+            f"setsid sh -c '{cmd} < {f} > {log} 2>&1; echo \"@@TESTPMD-EXIT $?@@\" >> {log}'"
+            " < /dev/null > /dev/null 2>&1 &"
+        )
+        return self.wait_log("the testpmd prompt", lambda t: self.PROMPT in t, timeout, interval=1)
+
+    def cmd(self, line: str, timeout: float = 120) -> str:
+        """Run one testpmd command; return its output (up to the next prompt)."""
+        before = self.log()
+        if self.EXIT.search(before):
+            raise GuestError(f"testpmd is not running:\n{before[-3000:]}")
+        n = before.count(self.PROMPT)
+        self.vm.sh(f"echo {shlex.quote(line)} > {self.FIFO}")
+        text = self.wait_log(f"testpmd to finish `{line}`", lambda t: t.count(self.PROMPT) > n, timeout)
+        # the output starts after the prompt the command was typed at
+        start = 0
+        for _ in range(n):
+            start = text.index(self.PROMPT, start) + len(self.PROMPT)
+        end = text.find(self.PROMPT, start)
+        return text[start : end if end >= 0 else len(text)]
+
+    def quit(self, timeout: float = 180) -> tuple[int, str]:
+        self.vm.sh(f"echo quit > {self.FIFO}")
+        text = self.wait_log("testpmd to exit", lambda t: False, timeout, interval=1)
+        self.vm.run(f"kill $(cat {self.HOLDER}) 2>/dev/null")
+        m = self.EXIT.search(text)
+        assert m is not None
+        return int(m.group(1)), text
+
+
+# ---------------------------------------------------------------- fixture
+@dataclasses.dataclass
+class Port:
+    wire: Wire
+    pci: str  # guest PCI address
+    netdev: str  # the kernel's interface name (before DPDK took the port)
+    port_id: int = -1  # DPDK port id
+
+
+@dataclasses.dataclass
+class Setup:
+    vm: SystemdVM
+    lab: Lab
+    binding: Binding
+    ports: list[Port]  # in DPDK port id order
+    testpmd: Testpmd
+    startup: str = ""
+    exit_code: int | None = None
+
+
+def kernel_ports(vm: SystemdVM, wires: list[Wire]) -> list[Port]:
+    """The ixgbe interfaces, matched to the lab's wires by MAC, in PCI
+    address order (the order DPDK numbers its ports in)."""
+    devs = vm.wait_netdevs("ixgbe", len(wires), timeout=180)
+    by_mac = {w.mac.lower(): w for w in wires}
+    ports = []
+    for dev in devs:
+        mac = vm.sh(f"cat /sys/class/net/{dev}/address").strip().lower()
+        ports.append(Port(by_mac[mac], vm.pci_address(dev), dev))
+    ports.sort(key=lambda p: p.pci)
+    for i, p in enumerate(ports):
+        p.port_id = i
+    return ports
+
+
+@pytest.fixture(scope="module", params=BINDINGS, ids=[b.name for b in BINDINGS])
+def setup(request: pytest.FixtureRequest, rootfs: RootfsImage, qemu: Path, log_root: Path) -> Iterator[Setup]:
+    binding: Binding = request.param
+    manifest = (rootfs.disk.parent / "manifest.txt").read_text()
+    if not re.search(r"^package dpdk-dev ", manifest, re.MULTILINE):
+        pytest.fail("the guest image has no dpdk-dev (scripts/rootfs/packages.txt)", pytrace=False)
+    t0 = time.monotonic()
+    with Lab(lab_wires()) as lab:
+        vm = SystemdVM(
+            rootfs, lab=lab, name=f"dpdk-{binding.name}", log_dir=log_root / "dpdk", smp=VCPUS,
+            memory_mb=MEMORY_MB, accel=pick_accel(log_root), qemu=qemu, append=binding.append,
+            # DPDK 22.11 as Debian builds it needs SSE4.2 (TCG's default qemu64 has none)
+            args=["-cpu", "max", *binding.qemu_args],
+        )  # fmt: skip
+        remember_vm(request.node, vm)
+        try:
+            vm.start()
+            # no IPv6 chatter from the host ends: the taps carry only test frames
+            lab.sh("sysctl -qw net.ipv6.conf.tixgbe0.disable_ipv6=1 net.ipv6.conf.tixgbe1.disable_ipv6=1")
+            ports = kernel_ports(vm, lab.wires)
+            TIMINGS[f"{binding.name}: boot to agent + ports"] = time.monotonic() - t0
+            yield Setup(vm, lab, binding, ports, Testpmd(vm))
+        finally:
+            vm.shutdown()
+
+
+# ------------------------------------------------------------------ steps
+def test_bind_ports_to_dpdk(setup: Setup, timed: None) -> None:
+    vm, b = setup.vm, setup.binding
+    vm.modprobe(b.modprobe)
+    for p in setup.ports:
+        vm.sh(f"ip addr flush dev {p.netdev} && ip link set {p.netdev} down")
+    pcis = [p.pci for p in setup.ports]
+    vm.sh(shlex.join(["dpdk-devbind.py", "-b", b.driver, *pcis]), timeout=120)
+    for pci in pcis:
+        drv = vm.sh(f"basename $(readlink /sys/bus/pci/devices/{pci}/driver)").strip()
+        assert drv == b.driver, f"{pci} is bound to {drv}, not {b.driver}"
+    status = vm.sh("dpdk-devbind.py --status-dev net")
+    assert "Network devices using DPDK-compatible driver" in status, status
+    for pci in pcis:
+        assert re.search(rf"^{re.escape(pci)} .* drv={re.escape(b.driver)} ", status, re.M), status
+    vm.sh(f"echo {HUGEPAGES} > /proc/sys/vm/nr_hugepages")
+    total = int(vm.sh("awk '/^HugePages_Total/ { print $2 }' /proc/meminfo"))
+    assert total >= HUGEPAGES, f"only {total} hugepages"
+
+
+def test_testpmd_probes_both_ports(setup: Setup, timed: None) -> None:
+    t0 = time.monotonic()
+    eal = ["-l", f"0-{VCPUS - 1}", "-n", "1", f"--iova-mode={setup.binding.iova}"]
+    for p in setup.ports:
+        eal += ["-a", p.pci]
+    app = ["--forward-mode=io", f"--rxq={RXQ}", f"--txq={RXQ}"]
+    setup.startup = out = setup.testpmd.start(eal, app)
+    assert Testpmd.PROMPT in out, f"testpmd did not reach its prompt:\n{out[-4000:]}"
+    probed, macs = parse_probe(out)
+    assert sorted(probed) == sorted(p.pci for p in setup.ports), out
+    for p in setup.ports:
+        assert macs.get(p.port_id) == p.wire.mac.lower(), f"port {p.port_id}: {macs}\n{out}"
+    assert f"Selected IOVA mode '{setup.binding.iova.upper()}'" in out, out
+    info = parse_port_info(setup.testpmd.cmd("show port info all"))
+    for p in setup.ports:
+        i = info.get(p.port_id, {})
+        assert i.get("Driver name") == "net_ixgbe", i
+        assert i.get("MAC address", "").lower() == p.wire.mac.lower(), i
+        assert i.get("Device name") == p.pci, i
+        assert i.get("Link status") == "up" and i.get("Link speed") == "10 Gbps", i
+        assert i.get("Current number of RX queues") == str(RXQ), i
+    TIMINGS[f"{setup.binding.name}: testpmd start"] = time.monotonic() - t0
+
+
+def test_link_change_interrupt(setup: Setup, timed: None) -> None:
+    """testpmd prints the event from its link-change interrupt callback
+    (the PMD's handler reads EICR.LSC): no interrupt, no event."""
+    tp, p = setup.testpmd, setup.ports[1]
+    nic = f"nic{setup.lab.wires.index(p.wire)}"
+    event = f"Port {p.port_id}: link state change event"
+    try:
+        for up in (False, True):
+            seen = tp.log().count(event)
+            setup.vm.qmp("set_link", name=nic, up=up)
+            setup.vm.wait_until(
+                f"testpmd to see {nic} go {'up' if up else 'down'}", lambda: tp.log().count(event) > seen, 60
+            )
+            info = parse_port_info(tp.cmd(f"show port info {p.port_id}"))[p.port_id]
+            assert info.get("Link status") == ("up" if up else "down"), info
+            if up:
+                assert info.get("Link speed") == "10 Gbps", info
+    finally:
+        setup.vm.qmp("set_link", name=nic, up=True)  # the next steps need the wire
+
+
+def test_io_forwarding(setup: Setup, timed: None) -> None:
+    tp, lab = setup.testpmd, setup.lab
+    t0 = time.monotonic()
+    tp.cmd("clear port stats all")
+    tp.cmd("start")
+    # host -> tap of port A -> testpmd -> port B -> host, both directions
+    caps = []
+    for tag, (src, dst) in enumerate((setup.ports, setup.ports[::-1]), start=1):
+        caps.append((tag, src, dst, HostCapture(lab, dst.wire.tap, tag, FRAMES, timeout=120)))
+    for tag, src, _dst, _cap in caps:
+        host_send(lab, src.wire.tap, tag, FRAMES, src.wire.mac)
+    for tag, src, dst, cap in caps:
+        got = cap.result(timeout=180)
+        assert got == {"received": FRAMES, "bad": 0, "other": 0, "octets": frame_octets(FRAMES)}, (
+            f"frames into {src.wire.tap} (port {src.port_id}) out of {dst.wire.tap} (port {dst.port_id}): "
+            f"{got}\n{tp.cmd('show port stats all')}"
+        )
+    stats = parse_port_stats(tp.cmd("show port stats all"))
+    xstats = parse_xstats(tp.cmd("show port xstats all"))
+    stop = tp.cmd("stop")
+    TIMINGS[f"{setup.binding.name}: {2 * FRAMES} frames forwarded"] = time.monotonic() - t0
+    octets = frame_octets(FRAMES)
+    for a, b in ((setup.ports[0], setup.ports[1]), (setup.ports[1], setup.ports[0])):
+        sa, sb = stats[a.port_id], stats[b.port_id]
+        # everything port A received went out of port B (io forwarding), and
+        # the host sent nothing else into the taps
+        assert sa.rx_packets == FRAMES and sb.tx_packets == FRAMES, stats
+        assert sa.rx_bytes == octets and sb.tx_bytes == octets, stats
+        assert (sa.rx_errors, sa.rx_missed, sa.rx_nombuf, sa.tx_errors) == (0, 0, 0, 0), stats
+        # the device's other counters agree: total octets received (TOR,
+        # which counts the CRC; DPDK takes it off), bytes per queue, and the
+        # size buckets, which see the same frames on both ports
+        xa, xb = xstats[a.port_id], xstats[b.port_id]
+        assert xa.get("rx_total_bytes") == octets and xa.get("rx_total_packets") == FRAMES, xa
+        assert sum(v for k, v in xb.items() if re.fullmatch(r"tx_q\d+_bytes", k)) == octets, xb
+        buckets = ["64", "65_to_127", "128_to_255", "256_to_511", "512_to_1023", "1024_to_max"]
+        rx_sizes = [xa.get(f"rx_size_{n}_packets", -1) for n in buckets]
+        tx_sizes = [xb.get(f"tx_size_{n}_packets", -1) for n in buckets]
+        assert rx_sizes == tx_sizes and sum(rx_sizes) == FRAMES, f"RX {rx_sizes}, TX {tx_sizes}"
+    # RSS spread each port's frames over its RX queues
+    streams = parse_stream_stats(stop)
+    for p in setup.ports:
+        per_queue = [streams.get((p.port_id, q), 0) for q in range(RXQ)]
+        assert sum(per_queue) == FRAMES and all(per_queue), f"port {p.port_id}: {per_queue}\n{stop}"
+
+
+def test_quit_and_kernel_driver_back(setup: Setup, timed: None) -> None:
+    vm = setup.vm
+    rc, out = setup.testpmd.quit()
+    assert rc == 0 and "Bye..." in out, out[-4000:]
+    pcis = [p.pci for p in setup.ports]
+    vm.sh(shlex.join(["dpdk-devbind.py", "-b", "ixgbe", *pcis]), timeout=180)
+    devs = vm.wait_netdevs("ixgbe", len(setup.ports), timeout=180)
+    p0 = setup.ports[0]
+    dev = next(d for d in devs if vm.pci_address(d) == p0.pci)
+    vm.wait_ipv4(dev, p0.wire.guest_ip)
+    vm.wait_carrier(dev)
+    assert vm.ethtool(dev).get("Speed") == "10000Mb/s"
+    r = vm.run(f"ping -c 3 -i 0.2 -W 5 -I {dev} {p0.wire.host_ip}", timeout=60)
+    assert r.ok and " 0% packet loss" in r.stdout, r.stdout
+
+
+def test_no_device_warnings(setup: Setup, timed: None) -> None:
+    vm = setup.vm
+    assert vm.alive(), "QEMU is gone"
+    records = vm.dmesg()
+    devs = vm.netdevs("ixgbe")
+    problems: list[KmsgRecord] = []
+    for drv in ("ixgbe", setup.binding.driver):
+        problems += device_problems(records, drv, [p.pci for p in setup.ports], devs)
+    assert not problems, "kernel warnings about the ports:\n" + format_records(problems)
+    assert not vm.qemu_problems(), f"QEMU reported problems:\n{vm.qemu_problems()}"
+
+
+# ------------------------------------------------- parsers (no VM needed)
+RECORDED_STARTUP = """EAL: Detected CPU lcores: 2
+EAL: Selected IOVA mode 'PA'
+EAL: Probe PCI driver: net_ixgbe (8086:1517) device: 0000:01:00.0 (socket -1)
+EAL: Probe PCI driver: net_ixgbe (8086:1517) device: 0000:02:00.0 (socket -1)
+Configuring Port 0 (socket 0)
+Port 0: 52:54:00:12:34:56
+Configuring Port 1 (socket 0)
+Port 1: 52:54:00:12:34:57
+Checking link statuses...
+Done
+testpmd> """
+RECORDED_INFO = """show port info all
+
+********************* Infos for port 0  *********************
+MAC address: 52:54:00:12:34:56
+Device name: 0000:01:00.0
+Driver name: net_ixgbe
+Link status: up
+Link speed: 10 Gbps
+Link duplex: full-duplex
+
+********************* Infos for port 1  *********************
+MAC address: 52:54:00:12:34:57
+Device name: 0000:02:00.0
+Driver name: net_ixgbe
+Link status: down
+Link speed: None
+"""
+RECORDED_STATS = (
+    "\n  ######################## NIC statistics for port 0  ########################\n"
+    "  RX-packets: 200        RX-missed: 0          RX-bytes:  145375\n"
+    "  RX-errors: 0\n"
+    "  RX-nombuf:  0         \n"
+    "  TX-packets: 2000       TX-errors: 0          TX-bytes:  1475575\n"
+    "\n  Throughput (since last show)\n"
+    "  Rx-pps:            0          Rx-bps:            0\n"
+    "  ############################################################################\n"
+    "\n  ######################## NIC statistics for port 1  ########################\n"
+    "  RX-packets: 2000       RX-missed: 3          RX-bytes:  1475575\n"
+    "  RX-errors: 1\n"
+    "  RX-nombuf:  2         \n"
+    "  TX-packets: 200        TX-errors: 0          TX-bytes:  145375\n"
+)
+# (testpmd ends the xstats headers with a blank)
+RECORDED_XSTATS = (
+    "###### NIC extended statistics for port 0 \n"
+    "rx_good_packets: 400\nrx_size_64_packets: 27\nrx_total_bytes: 293175\n"
+    "###### NIC extended statistics for port 1 \n"
+    "tx_good_packets: 400\ntx_q0_bytes: 293175\n"
+)
+RECORDED_STOP = """Telling cores to stop...
+  ------- Forward Stats for RX Port= 0/Queue= 0 -> TX Port= 1/Queue= 0 -------
+  RX-packets: 200            TX-packets: 200            TX-dropped: 0
+
+  ------- Forward Stats for RX Port= 0/Queue= 1 -> TX Port= 1/Queue= 1 -------
+  RX-packets: 198            TX-packets: 198            TX-dropped: 0
+
+  ---------------------- Forward statistics for port 0  ----------------------
+  RX-packets: 398            RX-dropped: 0             RX-total: 398
+"""
+
+
+def test_parsers_on_recorded_output() -> None:
+    probed, macs = parse_probe(RECORDED_STARTUP)
+    assert probed == ["0000:01:00.0", "0000:02:00.0"]
+    assert macs == {0: "52:54:00:12:34:56", 1: "52:54:00:12:34:57"}
+    info = parse_port_info(RECORDED_INFO)
+    assert info[0]["Link status"] == "up" and info[0]["Link speed"] == "10 Gbps"
+    assert info[1]["Link status"] == "down" and info[1]["Device name"] == "0000:02:00.0"
+    stats = parse_port_stats(RECORDED_STATS)
+    assert stats[0] == PortStats(200, 0, 145375, 0, 0, 2000, 0, 1475575)
+    assert stats[1] == PortStats(2000, 3, 1475575, 1, 2, 200, 0, 145375)
+    x = parse_xstats(RECORDED_XSTATS)
+    assert x == {
+        0: {"rx_good_packets": 400, "rx_size_64_packets": 27, "rx_total_bytes": 293175},
+        1: {"tx_good_packets": 400, "tx_q0_bytes": 293175},
+    }
+    assert parse_stream_stats(RECORDED_STOP) == {(0, 0): 200, (0, 1): 198}
+    with pytest.raises(GuestError):
+        parse_port_stats("  ###### NIC statistics for port 0  ####\n  RX-packets: 1\n")
+    assert frame_octets(2) == 64 + 64 + 97
