@@ -89,10 +89,15 @@ def read_current(host: Host, s: Setting) -> Any:
 
 
 def satisfied(s: Setting, current: Any) -> bool:
+    return same_value(s.kind, current, s.want)
+
+
+def same_value(kind: str, current: Any, want: Any) -> bool:
+    """Whether a live value equals a wanted one, in the kind's own terms (CPU lists, masks)."""
     if current is MISSING:
         return False
     try:
-        return bool(_norm(s.kind, current) == _norm(s.kind, s.want))
+        return bool(_norm(kind, current) == _norm(kind, want))
     except NettuneError:
         return False
 
@@ -394,7 +399,7 @@ def _record_driver_resets(host: Host, state: Dict[str, Any], baseline: Dict[str,
             now: Any = host.root.read(target) if target else MISSING
         except OSError:
             now = MISSING
-        if now is not MISSING and satisfied(Setting("", r.kind, target, r.value, ""), now):
+        if same_value(r.kind, now, r.value):
             continue
         entry = {"id": rid, "kind": r.kind, "target": r.target, "iface": r.iface,
                  "label": f"{r.label} (reset by the driver)", "previous": r.value, "applied": None}
@@ -422,7 +427,7 @@ def _restore_readings(host: Host, baseline: Dict[str, Reading], out: TextIO) -> 
         if not target or not host.root.exists(target):
             continue
         try:
-            if satisfied(Setting("", r.kind, target, r.value, ""), host.root.read(target)):
+            if same_value(r.kind, host.root.read(target), r.value):
                 continue
             write_value(host, r.kind, target, r.iface, r.value)
             out.write(f"restored {r.iface} {r.label}: {show(r.kind, r.value)}\n")
