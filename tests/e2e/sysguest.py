@@ -43,6 +43,7 @@ from vm import (
     build_dir,
     choose_accel,
     guest_image,
+    iperf3_report,
     iperf3_summary,
     mac_address,
     nic_args,
@@ -230,13 +231,7 @@ class Lab:
         if reverse:
             argv.append("-R")
         r = self.run(argv, timeout=seconds + scaled(90))
-        try:
-            report: dict[str, Any] = json.loads(r.stdout)
-        except ValueError:
-            raise GuestError(f"iperf3 in netns failed ({r.returncode}): {r.stdout}{r.stderr}") from None
-        if "error" in report or r.returncode != 0:
-            raise GuestError(f"iperf3 in netns failed: {report.get('error', r.stderr)}")
-        return report
+        return iperf3_report("iperf3 in netns", r.returncode == 0, r.returncode, r.stdout, r.stderr)
 
 
 # ------------------------------------------------------------------- VM

@@ -995,13 +995,7 @@ class VM:
             + (" -R" if reverse else ""),
             timeout=seconds + 60,
         )
-        try:
-            report: dict[str, Any] = json.loads(r.stdout)
-        except ValueError:
-            raise GuestError(f"iperf3 in the guest failed (rc={r.rc}):\n{r.stdout}") from None
-        if "error" in report or not r.ok:
-            raise GuestError(f"iperf3 in the guest failed: {report.get('error', r.stdout)}")
-        return report
+        return iperf3_report("iperf3 in the guest", r.ok, r.rc, r.stdout)
 
 
 # --------------------------------------------------------------- host side
@@ -1065,12 +1059,18 @@ def host_iperf3_client(port: int, seconds: int = 5, reverse: bool = False) -> di
     if reverse:
         argv.append("-R")
     out = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + scaled(90), check=False)
+    return iperf3_report("host iperf3", out.returncode == 0, out.returncode, out.stdout, out.stderr)
+
+
+def iperf3_report(who: str, ok: bool, rc: int, stdout: str, stderr: str = "") -> dict[str, Any]:
+    """The JSON report of an `iperf3 -J` run, or GuestError saying why there is none
+    (`ok`: the command exited 0 in time)."""
     try:
-        report: dict[str, Any] = json.loads(out.stdout)
+        report: dict[str, Any] = json.loads(stdout)
     except ValueError:
-        raise GuestError(f"host iperf3 failed ({out.returncode}): {out.stdout}{out.stderr}") from None
-    if "error" in report or out.returncode != 0:
-        raise GuestError(f"host iperf3 failed: {report.get('error', out.stderr)}")
+        raise GuestError(f"{who} failed (rc={rc}):\n{stdout}{stderr}") from None
+    if "error" in report or not ok:
+        raise GuestError(f"{who} failed: {report.get('error', stderr or stdout)}")
     return report
 
 
