@@ -7,12 +7,18 @@
 #   3. qemu-patches/*.patch are applied in order ('git am'); when the series
 #      changes, the tree is reset to pristine and the series applied again;
 #   4. the project's own files are symlinked into the tree (same relative
-#      paths): hw/net/ixgbe*.[ch], tests/qtest/ixgbe*.c,
+#      paths): hw/net/ixgbe*.[ch], tests/qtest/ixgbe*.[ch],
 #      tests/qtest/libqos/ixgbe*.[ch];
 #   5. configure runs once into $BUILD_DIR/qemu-build (again only when the
 #      option list or the source changes);
 #   6. ninja builds qemu-system-x86_64 and the qtest binaries for the ixgbe
 #      test. Rebuilds recompile only what changed.
+#
+# Other build directories can be made from the same source tree with other
+# configure options (--build-name, --configure-arg, --target; used by
+# scripts/fuzz.sh for the clang/libFuzzer/ASan+UBSan build). Builds of
+# different directories may compile side by side; the source tree is only
+# patched (steps 1-3) while no other build is compiling from it.
 #
 # Environment:
 #   BUILD_DIR             build directory (default: <repo>/build)
@@ -23,30 +29,46 @@
 #   IXGBE_ALLOW_WARNINGS  1 = do not fail on compiler warnings in the
 #                         project's own files (default: fail)
 #
-# Usage: scripts/build-qemu.sh [--stamp FILE]
-#   --stamp FILE   on success, write the summary line to FILE (used by meson)
+# Usage: scripts/build-qemu.sh [--stamp FILE] [--build-name NAME]
+#                              [--configure-arg ARG]... [--target TARGET]...
+#   --stamp FILE          on success, write the summary line to FILE (used by
+#                         meson)
+#   --build-name NAME     build directory $BUILD_DIR/NAME (default qemu-build)
+#   --configure-arg ARG   one more configure argument (repeatable; unlike
+#                         EXTRA_CONFIGURE_ARGS, ARG may contain spaces)
+#   --target TARGET       one more ninja target (repeatable)
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 STAMP_FILE=""
+BUILD_NAME=qemu-build
+OPT_CONFIGURE_ARGS=()
+OPT_TARGETS=()
 while (($#)); do
     case "$1" in
-    --stamp)
-        (($# >= 2)) || die "--stamp needs a file name"
-        STAMP_FILE=$2
+    --stamp | --build-name | --configure-arg | --target)
+        (($# >= 2)) || die "$1 needs a value"
+        case "$1" in
+        --stamp) STAMP_FILE=$2 ;;
+        --build-name) BUILD_NAME=$2 ;;
+        --configure-arg) OPT_CONFIGURE_ARGS+=("$2") ;;
+        --target) OPT_TARGETS+=("$2") ;;
+        esac
         shift 2
         ;;
     -h | --help)
         sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
         exit 0
         ;;
-    *) die "unknown argument: $1 (usage: scripts/build-qemu.sh [--stamp FILE])" ;;
+    *) die "unknown argument: $1 (see scripts/build-qemu.sh --help)" ;;
     esac
 done
+[[ "$BUILD_NAME" =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ && "$BUILD_NAME" != qemu-src ]] ||
+    die "--build-name: '$BUILD_NAME' is not a plain directory name"
 
 SRC_DIR="$BUILD_DIR/qemu-src"
-QBUILD_DIR="$BUILD_DIR/qemu-build"
+QBUILD_DIR="$BUILD_DIR/$BUILD_NAME"
 PATCH_DIR="$REPO_ROOT/qemu-patches"
 GIT_ID=(-c user.name="qemu-ixgbe build" -c user.email="build@qemu-ixgbe.invalid"
     -c commit.gpgsign=false -c core.autocrlf=false -c advice.detachedHead=false)
@@ -54,7 +76,7 @@ GIT_ID=(-c user.name="qemu-ixgbe build" -c user.email="build@qemu-ixgbe.invalid"
 # Project files linked into the QEMU tree, as globs relative to the repo.
 LINK_GLOBS=(
     'hw/net/ixgbe*.c' 'hw/net/ixgbe*.h'
-    'tests/qtest/ixgbe*.c'
+    'tests/qtest/ixgbe*.c' 'tests/qtest/ixgbe*.h'
     'tests/qtest/libqos/ixgbe*.c' 'tests/qtest/libqos/ixgbe*.h'
 )
 
@@ -85,33 +107,70 @@ CONFIGURE_ARGS=(
 )
 # shellcheck disable=SC2206  # word splitting intended
 CONFIGURE_ARGS+=(${EXTRA_CONFIGURE_ARGS:-})
+CONFIGURE_ARGS+=("${OPT_CONFIGURE_ARGS[@]}")
 
 t_start=$(now_s)
 
 [[ -x "$VENV_PYTHON" ]] || die "$VENV_PYTHON missing; run scripts/deps.sh first"
 need_cmd git ninja flock
 
-# One build at a time per build directory (meson, the demo and a user may
-# all call this script).
-exec 9>"$BUILD_DIR/.build-qemu.lock"
-if ! flock -n 9; then
-    log "another build-qemu is running in $BUILD_DIR; waiting for it"
-    flock 9
+# Locks. One build at a time per build directory (meson, the demo and a
+# user may all call this script): fd 8, held to the end. The source tree is
+# shared by all build directories: fd 9, held exclusively while steps 1-3
+# may change the tree, shared while configure and ninja read it.
+if [[ "$BUILD_NAME" == qemu-build ]]; then
+    exec 8>"$BUILD_DIR/.build-qemu-dir.lock"
+else
+    exec 8>"$BUILD_DIR/.build-qemu-dir-$BUILD_NAME.lock"
 fi
-
-# ------------------------------------------------------------ 1. source ---
-bash "$REPO_ROOT/scripts/fetch-qemu.sh" >"$BUILD_DIR/.fetch-qemu.out" ||
-    die "scripts/fetch-qemu.sh failed"
-src_ident="$(sed -n 's/^qemu-src: //p' "$BUILD_DIR/.fetch-qemu.out" | tail -n1)"
-[[ -n "$src_ident" ]] || die "scripts/fetch-qemu.sh did not report the source it used"
-qemu_version="$(tr -d '\n' <"$SRC_DIR/VERSION")"
+if ! flock -n 8; then
+    log "another build-qemu is running in $QBUILD_DIR; waiting for it"
+    flock 8
+fi
+exec 9>"$BUILD_DIR/.build-qemu.lock"
 
 sgit() {
     git -C "$SRC_DIR" "${GIT_ID[@]}" "$@"
 }
 
+shopt -s nullglob
+patches=("$PATCH_DIR"/*.patch)
+shopt -u nullglob
+PATCH_STAMP="$SRC_DIR/.git/qemu-ixgbe-patches.sha256"
+want_patches="$(hash_files "${patches[@]}")"
+
+# True when the tree holds exactly the current patch series (read only).
+series_applied() {
+    [[ -f "$PATCH_STAMP" && -f "$BUILD_DIR/.fetch-qemu.out" ]] || return 1
+    [[ "$(sed -n 1p "$PATCH_STAMP")" == "$want_patches" ]] || return 1
+    [[ "$(sed -n 2p "$PATCH_STAMP")" == "$(sgit rev-parse -q --verify HEAD 2>/dev/null)" ]]
+}
+
+prepare_tree=1
+if ! flock -n 9; then
+    # Another build holds the tree: wait only for one that is patching it,
+    # then compile alongside the others if the series is already in place.
+    # (The source itself is re-checked by the next build that runs alone.)
+    flock -s 9
+    if series_applied; then
+        prepare_tree=0
+    else
+        log "the patch series changed: waiting for the other builds of $SRC_DIR to finish"
+        flock -x 9
+    fi
+fi
+
+# ------------------------------------------------------------ 1. source ---
+if ((prepare_tree)); then
+    bash "$REPO_ROOT/scripts/fetch-qemu.sh" >"$BUILD_DIR/.fetch-qemu.out" ||
+        die "scripts/fetch-qemu.sh failed"
+fi
+src_ident="$(sed -n 's/^qemu-src: //p' "$BUILD_DIR/.fetch-qemu.out" | tail -n1)"
+[[ -n "$src_ident" ]] || die "scripts/fetch-qemu.sh did not report the source it used"
+qemu_version="$(tr -d '\n' <"$SRC_DIR/VERSION")"
+
 # ---------------------------------------------------------- 2. pristine ---
-if ! sgit rev-parse -q --verify refs/tags/pristine >/dev/null 2>&1; then
+if ((prepare_tree)) && ! sgit rev-parse -q --verify refs/tags/pristine >/dev/null 2>&1; then
     log "recording the pristine tree as a git commit (once)"
     rm -rf "$SRC_DIR/.git"
     sgit init -q -b ixgbe-build
@@ -124,16 +183,21 @@ if ! sgit rev-parse -q --verify refs/tags/pristine >/dev/null 2>&1; then
 fi
 
 # ----------------------------------------------------------- 3. patches ---
-shopt -s nullglob
-patches=("$PATCH_DIR"/*.patch)
-shopt -u nullglob
-PATCH_STAMP="$SRC_DIR/.git/qemu-ixgbe-patches.sha256"
-want_patches="$(hash_files "${patches[@]}")"
 have_patches=""
 [[ -f "$PATCH_STAMP" ]] && have_patches="$(sed -n 1p "$PATCH_STAMP")"
 applied_head=""
 [[ -f "$PATCH_STAMP" ]] && applied_head="$(sed -n 2p "$PATCH_STAMP")"
 cur_head="$(sgit rev-parse HEAD)"
+
+# The series is applied in a scratch worktree of the same repository, and
+# the tree then checks out the result: files the old and the new series
+# leave alike keep their timestamps, so ninja rebuilds only what changed
+# (a reset to pristine and 'git am' in place would touch every file a
+# patch touches, e.g. a header included everywhere).
+APPLY_DIR="$BUILD_DIR/.qemu-src-apply"
+agit() {
+    git -C "$APPLY_DIR" "${GIT_ID[@]}" "$@"
+}
 
 # A patch that is a mailbox (git format-patch) goes through 'git am';
 # a plain diff through 'git apply' plus a commit named after the file.
@@ -141,38 +205,46 @@ apply_one() {
     local p=$1 name out
     name="${p#"$REPO_ROOT"/}"
     if head -n1 "$p" | grep -q '^From '; then
-        if ! out="$(sgit am -q --keep-cr --committer-date-is-author-date "$p" 2>&1)"; then
-            sgit am --abort >/dev/null 2>&1 || true
+        if ! out="$(agit am -q --keep-cr --committer-date-is-author-date "$p" 2>&1)"; then
+            agit am --abort >/dev/null 2>&1 || true
             printf '%s\n' "$out" >&2
             return 1
         fi
     else
-        if ! out="$(sgit apply --index "$p" 2>&1)"; then
+        if ! out="$(agit apply --index "$p" 2>&1)"; then
             printf '%s\n' "$out" >&2
             return 1
         fi
-        sgit commit -q --no-verify -m "Apply $name" || return 1
+        agit commit -q --no-verify -m "Apply $name" || return 1
     fi
     log "applied $name"
 }
 
-if [[ "$want_patches" != "$have_patches" || "$cur_head" != "$applied_head" ]]; then
+drop_apply_dir() {
+    sgit worktree remove --force "$APPLY_DIR" >/dev/null 2>&1 || rm -rf "$APPLY_DIR"
+    sgit worktree prune
+}
+
+if ((prepare_tree)) && [[ "$want_patches" != "$have_patches" || "$cur_head" != "$applied_head" ]]; then
     if [[ -n "$have_patches" || "$cur_head" != "$(sgit rev-parse pristine)" ]]; then
-        log "patch series changed: resetting the tree to pristine"
+        log "patch series changed: applying it afresh to pristine"
     fi
-    sgit am --abort >/dev/null 2>&1 || true
-    sgit reset -q --hard pristine
-    # Untracked files (our symlinks, leftovers of a failed patch) go too;
-    # step 4 links the project files again.
-    sgit clean -q -f -d -x
     rm -f "$PATCH_STAMP"
+    drop_apply_dir
+    sgit worktree add -q --detach "$APPLY_DIR" pristine
     for p in "${patches[@]}"; do
         if ! apply_one "$p"; then
-            sgit reset -q --hard pristine
-            sgit clean -q -f -d -x
-            die "patch ${p#"$REPO_ROOT"/} does not apply to QEMU $qemu_version ($src_ident); the tree was reset to pristine"
+            drop_apply_dir
+            die "patch ${p#"$REPO_ROOT"/} does not apply to QEMU $qemu_version ($src_ident); the tree is unchanged"
         fi
     done
+    new_head="$(agit rev-parse HEAD)"
+    drop_apply_dir
+    sgit am --abort >/dev/null 2>&1 || true
+    # Tracked files back to HEAD (only those changed by hand), then the new
+    # series; untracked files (our symlinks) stay, step 4 refreshes them.
+    sgit reset -q --hard HEAD
+    sgit checkout -q -B ixgbe-build "$new_head"
     printf '%s\n%s\n' "$want_patches" "$(sgit rev-parse HEAD)" >"$PATCH_STAMP"
     log "patch series applied: ${#patches[@]} patch(es)"
 fi
@@ -203,7 +275,18 @@ while IFS= read -r -d '' l; do
     fi
 done < <(find "$SRC_DIR/hw" "$SRC_DIR/tests" -type l -print0)
 
+# Configure and ninja only read the tree: let other builds compile too.
+flock -s 9
+
 # --------------------------------------------------------- 5. configure ---
+# Logs of the default build keep their names; others are named after theirs.
+if [[ "$BUILD_NAME" == qemu-build ]]; then
+    CONFIGURE_LOG="$BUILD_DIR/qemu-configure.log"
+    NINJA_LOG="$BUILD_DIR/qemu-ninja.log"
+else
+    CONFIGURE_LOG="$BUILD_DIR/$BUILD_NAME-configure.log"
+    NINJA_LOG="$BUILD_DIR/$BUILD_NAME-ninja.log"
+fi
 CONF_STAMP="$QBUILD_DIR/.qemu-ixgbe-configure"
 want_conf="$(printf '%s\n' "$src_ident" "$SRC_DIR" "${CONFIGURE_ARGS[@]}" | sha256sum | cut -d' ' -f1)"
 have_conf=""
@@ -215,9 +298,9 @@ if [[ "$want_conf" != "$have_conf" || ! -f "$QBUILD_DIR/build.ninja" ]]; then
     fi
     mkdir -p "$QBUILD_DIR"
     log "configure ${CONFIGURE_ARGS[*]}"
-    if ! (cd "$QBUILD_DIR" && "$SRC_DIR/configure" "${CONFIGURE_ARGS[@]}") >"$BUILD_DIR/qemu-configure.log" 2>&1; then
-        tail -n 40 "$BUILD_DIR/qemu-configure.log" >&2
-        die "QEMU configure failed; full log: ${BUILD_DIR}/qemu-configure.log"
+    if ! (cd "$QBUILD_DIR" && "$SRC_DIR/configure" "${CONFIGURE_ARGS[@]}") >"$CONFIGURE_LOG" 2>&1; then
+        tail -n 40 "$CONFIGURE_LOG" >&2
+        die "QEMU configure failed; full log: $CONFIGURE_LOG"
     fi
     printf '%s\n' "$want_conf" >"$CONF_STAMP"
 fi
@@ -237,8 +320,8 @@ ninja_has() {
 
 # Bring build.ninja up to date first (a changed patch series may add
 # targets), so that the queries below see the current target list.
-ninja -C "$QBUILD_DIR" build.ninja >>"$BUILD_DIR/qemu-ninja.log" 2>&1 ||
-    die "regenerating $QBUILD_DIR/build.ninja failed (see $BUILD_DIR/qemu-ninja.log)"
+ninja -C "$QBUILD_DIR" build.ninja >>"$NINJA_LOG" 2>&1 ||
+    die "regenerating $QBUILD_DIR/build.ninja failed (see $NINJA_LOG)"
 
 targets=(qemu-system-x86_64)
 # The ixgbe qtest: a qgraph test (libqos driver present) lives in qos-test;
@@ -260,6 +343,7 @@ for t in "${qtest_srcs[@]}"; do
 done
 # shellcheck disable=SC2206
 targets+=(${EXTRA_NINJA_TARGETS:-})
+targets+=("${OPT_TARGETS[@]}")
 
 for t in "${targets[@]:1}"; do
     ninja_has "$t" || die "the QEMU build has no ninja target '$t'"
@@ -268,7 +352,6 @@ done
 ninja_args=(-C "$QBUILD_DIR")
 [[ -n "${NINJA_JOBS:-}" ]] && ninja_args+=(-j "$NINJA_JOBS")
 log "ninja ${targets[*]}"
-NINJA_LOG="$BUILD_DIR/qemu-ninja.log"
 # Show compiler output in full, progress lines only now and then, and
 # meson's output only in the log when ninja regenerates QEMU's build files.
 if nice -n 10 ninja "${ninja_args[@]}" "${targets[@]}" 2>&1 | tee "$NINJA_LOG" |
@@ -317,8 +400,10 @@ elif ((${#linked[@]})); then
     warn "ixgbe sources are linked but qemu-system-x86_64 lists no 'ixgbe' device (is it hooked into hw/net/meson.build and Kconfig?)"
 fi
 
-summary="$(printf 'build-qemu: OK: QEMU %s (%s), %d patch(es), %d linked file(s), %d ninja step(s), %s, targets: %s, in %s' \
-    "$qemu_version" "$src_ident" "${#patches[@]}" "${#linked[@]}" "$steps" "$ixgbe_state" \
+build_label=""
+[[ "$BUILD_NAME" == qemu-build ]] || build_label=" in $BUILD_NAME"
+summary="$(printf 'build-qemu: OK%s: QEMU %s (%s), %d patch(es), %d linked file(s), %d ninja step(s), %s, targets: %s, in %s' \
+    "$build_label" "$qemu_version" "$src_ident" "${#patches[@]}" "${#linked[@]}" "$steps" "$ixgbe_state" \
     "${targets[*]}" "$(fmt_duration $(($(now_s) - t_start)))")"
 [[ -n "$STAMP_FILE" ]] && printf '%s\n' "$summary" >"$STAMP_FILE"
 printf '%s\n' "$summary"

@@ -2,7 +2,7 @@
 # Run QEMU's scripts/checkpatch.pl (from $BUILD_DIR/qemu-src) over the
 # project's device sources and its patch series:
 #   * source files (checkpatch --no-tree -f): hw/net/ixgbe*.[ch],
-#     tests/qtest/ixgbe*.c, tests/qtest/libqos/ixgbe*
+#     tests/qtest/ixgbe*.[ch], tests/qtest/libqos/ixgbe*
 #   * patches (checkpatch --no-tree): qemu-patches/*.patch
 # Both errors and warnings fail (--strict). Exit status: 0 clean, 1 problems
 # found, 77 nothing to check (meson's "skipped").
@@ -29,7 +29,7 @@ if (($#)); then
     done
 else
     shopt -s nullglob
-    files=(hw/net/ixgbe*.c hw/net/ixgbe*.h tests/qtest/ixgbe*.c
+    files=(hw/net/ixgbe*.c hw/net/ixgbe*.h tests/qtest/ixgbe*.c tests/qtest/ixgbe*.h
         tests/qtest/libqos/ixgbe*.c tests/qtest/libqos/ixgbe*.h qemu-patches/*.patch)
     shopt -u nullglob
 fi

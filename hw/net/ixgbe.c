@@ -14,6 +14,7 @@
 #include "qemu/units.h"
 #include "qemu/range.h"
 #include "qapi/error.h"
+#include "qemu/error-report.h"
 #include "net/net.h"
 #include "hw/pci/pci_device.h"
 #include "hw/pci/pcie.h"
@@ -89,10 +90,7 @@ static uint64_t ixgbe_io_read(void *opaque, hwaddr addr, unsigned size)
     case IXGBE_IOADDR:
         return s->ioaddr;
     case IXGBE_IODATA:
-        if (s->ioaddr < IXGBE_MMIO_SIZE) {
-            return ixgbe_core_read(&s->core, s->ioaddr, 4);
-        }
-        return 0;
+        return ixgbe_core_read(&s->core, s->ioaddr, 4);
     default:
         return 0;
     }
@@ -264,20 +262,38 @@ static void ixgbe_reset_hold(Object *obj, ResetType type)
     ixgbe_core_reset(&s->core);
 }
 
-static int ixgbe_pre_save(void *opaque)
-{
-    IxgbeState *s = opaque;
-
-    ixgbe_core_pre_save(&s->core);
-    return 0;
-}
-
 static int ixgbe_post_load(void *opaque, int version_id)
 {
     IxgbeState *s = opaque;
 
+    if (s->ioaddr & ~(IXGBE_MMIO_SIZE - 4)) {
+        error_report("ixgbe: migrated IOADDR 0x%x is outside the registers",
+                     s->ioaddr);
+        return -EINVAL;
+    }
     return ixgbe_core_post_load(&s->core);
 }
+
+static bool ixgbe_txq_frags_needed(void *opaque)
+{
+    IxgbeTxQueue *txq = opaque;
+
+    return txq->nfrags != 0;
+}
+
+/* The buffers of a packet still waiting for its EOP descriptor */
+static const VMStateDescription ixgbe_vmstate_txq_frags = {
+    .name = "ixgbe-txq/frags",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = ixgbe_txq_frags_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(nfrags, IxgbeTxQueue),
+        VMSTATE_UINT64_ARRAY(frag_addr, IxgbeTxQueue, IXGBE_MAX_TX_FRAGS),
+        VMSTATE_UINT32_ARRAY(frag_len, IxgbeTxQueue, IXGBE_MAX_TX_FRAGS),
+        VMSTATE_END_OF_LIST()
+    }
+};
 
 static const VMStateDescription ixgbe_vmstate_tx_ctx = {
     .name = "ixgbe-tx-ctx",
@@ -306,6 +322,10 @@ static const VMStateDescription ixgbe_vmstate_txq = {
         VMSTATE_UINT32(wb_pending, IxgbeTxQueue),
         VMSTATE_UINT32(wb_next, IxgbeTxQueue),
         VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &ixgbe_vmstate_txq_frags,
+        NULL
     }
 };
 
@@ -324,7 +344,6 @@ static const VMStateDescription ixgbe_vmstate = {
     .name = "ixgbe",
     .version_id = 1,
     .minimum_version_id = 1,
-    .pre_save = ixgbe_pre_save,
     .post_load = ixgbe_post_load,
     .fields = (const VMStateField[]) {
         VMSTATE_PCI_DEVICE(parent_obj, IxgbeState),

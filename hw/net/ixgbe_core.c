@@ -5,13 +5,15 @@
  * Every register the model knows is described once, in ixgbe_reg_table:
  * offset, instance count and stride, reset value, writable bits, whether a
  * read clears it, and the handler for registers with side effects.
- * Registers not in the table behave as plain storage.
+ * Registers not in the table behave as plain storage; accesses to them
+ * have a trace event of their own (ixgbe_reg_unmodelled).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 
 #include "qemu/osdep.h"
 #include "qemu/log.h"
+#include "qemu/error-report.h"
 #include "qemu/timer.h"
 #include "net/net.h"
 #include "hw/pci/pci_device.h"
@@ -29,6 +31,7 @@ typedef void (*IxgbeWriteFn)(IxgbeCore *core, hwaddr addr, uint32_t val,
 enum {
     IXGBE_RF_RC = 1 << 0,       /* read clears the register */
     IXGBE_RF_RAW = 1 << 1,      /* write handler stores the value itself */
+    IXGBE_RF_HW = 1 << 2,       /* the device changes its read-only bits */
 };
 
 typedef struct IxgbeRegDesc {
@@ -653,7 +656,7 @@ static const IxgbeRegDesc ixgbe_reg_table[] = {
     PLAIN("HLREG0", IXGBE_HLREG0, 1, 4, 0x00002403, ALL),
     PLAIN("HLREG1", IXGBE_HLREG1, 1, 4, 0, 0),
     REG("MSCA", IXGBE_MSCA, 1, 4, 0, 0, IXGBE_RF_RAW, NULL, ixgbe_write_msca),
-    PLAIN("MSRWD", IXGBE_MSRWD, 1, 4, 0, 0x0000FFFF),
+    REG("MSRWD", IXGBE_MSRWD, 1, 4, 0, 0x0000FFFF, IXGBE_RF_HW, NULL, NULL),
     PLAIN("MAXFRS", IXGBE_MAXFRS, 1, 4, 1518u << IXGBE_MAXFRS_MFS_SHIFT,
           0xFFFF0000),
     PLAIN("MFLCN", IXGBE_MFLCN, 1, 4, 0, ALL),
@@ -739,8 +742,47 @@ static const IxgbeRegDesc ixgbe_reg_table[] = {
     /* Statistics */
     STAT("PXON2OFFCNT", 0x03240, 8, 4),
     STAT("PXONTXC/PXOFFTXC/LXONTXC", 0x03F00, 28, 4),
-    STAT("MPC/RNBC", IXGBE_MPC0, 16, 4),
-    STAT("MAC errors and counters", IXGBE_CRCERRS, 64, 4),
+    STAT("MPC", IXGBE_MPC0, 8, 4),
+    STAT("RNBC", IXGBE_RNBC0, 8, 4),
+    /* 0x04000-0x040FC, every word a counter (reserved ones read zero) */
+    STAT("CRCERRS", IXGBE_CRCERRS, 1, 4),
+    STAT("ILLERRC", 0x04004, 1, 4),
+    STAT("ERRBC", 0x04008, 1, 4),
+    STAT("reserved", 0x0400C, 1, 4),
+    STAT("MSPDC", 0x04010, 1, 4),
+    STAT("reserved", 0x04014, 8, 4),
+    STAT("MLFC", 0x04034, 1, 4),
+    STAT("MRFC", 0x04038, 1, 4),
+    STAT("reserved", 0x0403C, 1, 4),
+    STAT("RLEC", 0x04040, 1, 4),
+    STAT("reserved", 0x04044, 6, 4),
+    STAT("PRC64..PRC1522", IXGBE_PRC64, 6, 4),
+    STAT("GPRC", IXGBE_GPRC, 1, 4),
+    STAT("BPRC", IXGBE_BPRC, 1, 4),
+    STAT("MPRC", IXGBE_MPRC, 1, 4),
+    STAT("GPTC", IXGBE_GPTC, 1, 4),
+    STAT("reserved", 0x04084, 1, 4),
+    STAT("GORCL", IXGBE_GORCL, 1, 4),
+    STAT("GORCH", IXGBE_GORCL + 4, 1, 4),
+    STAT("GOTCL", IXGBE_GOTCL, 1, 4),
+    STAT("GOTCH", IXGBE_GOTCL + 4, 1, 4),
+    STAT("reserved", 0x04098, 3, 4),
+    STAT("RUC", IXGBE_RUC, 1, 4),
+    STAT("RFC", 0x040A8, 1, 4),
+    STAT("ROC", IXGBE_ROC, 1, 4),
+    STAT("RJC", 0x040B0, 1, 4),
+    STAT("MNGPRC", 0x040B4, 1, 4),
+    STAT("MNGPDC", 0x040B8, 1, 4),
+    STAT("reserved", 0x040BC, 1, 4),
+    STAT("TORL", IXGBE_TORL, 1, 4),
+    STAT("TORH", IXGBE_TORL + 4, 1, 4),
+    STAT("reserved", 0x040C8, 2, 4),
+    STAT("TPR", IXGBE_TPR, 1, 4),
+    STAT("TPT", IXGBE_TPT, 1, 4),
+    STAT("PTC64..PTC1522", IXGBE_PTC64, 6, 4),
+    STAT("MPTC", IXGBE_MPTC, 1, 4),
+    STAT("BPTC", IXGBE_BPTC, 1, 4),
+    STAT("reserved", 0x040F8, 2, 4),
     STAT("XEC", 0x04120, 1, 4),
     STAT("PXONRXCNT/PXOFFRXCNT", 0x04140, 16, 4),
     STAT("LXONRXCNT/LXOFFRXCNT", 0x041A4, 2, 4),
@@ -776,7 +818,9 @@ static void ixgbe_build_reg_lookup(void)
         for (unsigned n = 0; n < d->count; n++) {
             hwaddr a = d->base + (hwaddr)n * d->stride;
 
-            assert(a < IXGBE_MMIO_SIZE && !(a & 3));
+            /* Each register is described once */
+            assert(a < IXGBE_MMIO_SIZE && !(a & 3) &&
+                   !ixgbe_reg_lookup[a >> 2]);
             ixgbe_reg_lookup[a >> 2] = i + 1;
         }
     }
@@ -816,15 +860,20 @@ uint64_t ixgbe_core_read(IxgbeCore *core, hwaddr addr, unsigned size)
 
     addr = ixgbe_canonical(addr & ~3ULL);
     d = ixgbe_reg_desc(addr);
-    if (d && d->read) {
+    if (!d) {
+        val = *ixgbe_reg(core, addr);
+        trace_ixgbe_reg_unmodelled(addr, val, false);
+        return val;
+    }
+    if (d->read) {
         val = d->read(core, addr);
     } else {
         val = *ixgbe_reg(core, addr);
-        if (d && (d->flags & IXGBE_RF_RC)) {
+        if (d->flags & IXGBE_RF_RC) {
             *ixgbe_reg(core, addr) = 0;
         }
     }
-    trace_ixgbe_reg_read(addr, d ? d->name : "-", val);
+    trace_ixgbe_reg_read(addr, d->name, val);
     return val;
 }
 
@@ -836,12 +885,14 @@ void ixgbe_core_write(IxgbeCore *core, hwaddr addr, uint64_t val64,
 
     addr = ixgbe_canonical(addr & ~3ULL);
     d = ixgbe_reg_desc(addr);
-    trace_ixgbe_reg_write(addr, d ? d->name : "-", val);
     old = *ixgbe_reg(core, addr);
     if (!d) {
+        /* Plain storage, so that a driver reads back what it wrote */
+        trace_ixgbe_reg_unmodelled(addr, val, true);
         *ixgbe_reg(core, addr) = val;
         return;
     }
+    trace_ixgbe_reg_write(addr, d->name, val);
     if (!(d->flags & IXGBE_RF_RAW)) {
         *ixgbe_reg(core, addr) = (old & ~d->wmask) | (val & d->wmask);
     }
@@ -964,20 +1015,49 @@ void ixgbe_core_unrealize(IxgbeCore *core)
     ixgbe_datapath_uninit(core);
 }
 
-void ixgbe_core_pre_save(IxgbeCore *core)
+/*
+ * A register the table describes holds, outside its writable bits, its
+ * reset value, unless the device itself updates it: anything else in a
+ * migration stream did not come from this device.
+ */
+static bool ixgbe_regs_valid(IxgbeCore *core)
 {
-    /* Complete write-backs so that the guest's view is in memory */
-    ixgbe_flush_tx_writeback_for(core, -1);
-}
+    for (size_t i = 0; i < ARRAY_SIZE(ixgbe_reg_table); i++) {
+        const IxgbeRegDesc *d = &ixgbe_reg_table[i];
 
-int ixgbe_core_post_load(IxgbeCore *core)
-{
-    /* A packet whose fragments were not migrated is dropped */
-    for (unsigned q = 0; q < IXGBE_NUM_QUEUES; q++) {
-        if (core->txq[q].in_packet) {
-            core->txq[q].drop = true;
+        if (d->flags & (IXGBE_RF_RC | IXGBE_RF_RAW | IXGBE_RF_HW)) {
+            continue;
+        }
+        for (unsigned n = 0; n < d->count; n++) {
+            hwaddr a = d->base + (hwaddr)n * d->stride;
+            uint32_t v = *ixgbe_reg(core, a);
+
+            if ((v ^ d->reset) & ~d->wmask) {
+                error_report("ixgbe: migrated %s (0x%05" HWADDR_PRIx
+                             ") = 0x%08x has read-only bits changed",
+                             d->name, a, v);
+                return false;
+            }
         }
     }
-    ixgbe_update_interrupts(core);
+    return true;
+}
+
+/*
+ * Runs while the incoming migration is still loading: validate, but raise
+ * no interrupt and do no DMA.  Pending causes were either delivered on the
+ * source (MSI-X pending bits and the INTx level travel with the PCI state)
+ * or wait for a moderation timer, which travels too.
+ */
+int ixgbe_core_post_load(IxgbeCore *core)
+{
+    if (!ixgbe_regs_valid(core) || !ixgbe_datapath_post_load(core)) {
+        return -EINVAL;
+    }
+    for (unsigned v = 0; v < IXGBE_MSIX_VECTORS; v++) {
+        /* A vector held by a timer that is not running would stay silent */
+        core->vec[v].armed = core->vec[v].armed &&
+                             timer_pending(core->vec[v].timer);
+    }
     return 0;
 }

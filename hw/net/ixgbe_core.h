@@ -14,6 +14,8 @@
 #define IXGBE_NUM_REGS      (IXGBE_MMIO_SIZE / 4)
 /* Descriptors fetched from a TX ring with one DMA read */
 #define IXGBE_TX_BURST      32
+/* Buffers one transmitted packet may span */
+#define IXGBE_MAX_TX_FRAGS  64
 
 typedef struct IxgbeTxContext {
     uint32_t vlan_macip_lens;
@@ -22,9 +24,13 @@ typedef struct IxgbeTxContext {
     uint32_t mss_l4len_idx;
 } IxgbeTxContext;
 
-/* Per TX queue state that is not visible in registers */
+/*
+ * Per TX queue state that is not visible in registers.  The buffers of a
+ * packet whose EOP descriptor has not been fetched yet are remembered by
+ * address and mapped only when the packet is complete, so no guest memory
+ * stays mapped between two tail writes.
+ */
 typedef struct IxgbeTxQueue {
-    struct NetTxPkt *pkt;
     IxgbeTxContext ctx[2];
     uint32_t first_cmd;         /* cmd_type_len of the packet's first desc */
     uint32_t first_olinfo;      /* olinfo_status of the packet's first desc */
@@ -32,6 +38,9 @@ typedef struct IxgbeTxQueue {
     bool drop;                  /* current packet is being discarded */
     uint32_t wb_pending;        /* descriptors done, not yet written back */
     uint32_t wb_next;           /* first descriptor not yet written back */
+    uint32_t nfrags;            /* buffers of the current packet so far */
+    uint64_t frag_addr[IXGBE_MAX_TX_FRAGS];
+    uint32_t frag_len[IXGBE_MAX_TX_FRAGS];
 } IxgbeTxQueue;
 
 /* Per MSI-X vector (or the single MSI/INTx vector) moderation state */
@@ -61,6 +70,7 @@ struct IxgbeCore {
     IxgbeVector vec[IXGBE_MSIX_VECTORS];
 
     IxgbeTxQueue txq[IXGBE_NUM_QUEUES];
+    struct NetTxPkt *tx_pkt;    /* the packet being sent (any queue) */
     struct NetRxPkt *rx_pkt;
 
     uint8_t permanent_mac[6];
@@ -77,7 +87,6 @@ void ixgbe_core_write(IxgbeCore *core, hwaddr addr, uint64_t val,
                       unsigned size);
 void ixgbe_core_set_link_status(IxgbeCore *core);
 int ixgbe_core_post_load(IxgbeCore *core);
-void ixgbe_core_pre_save(IxgbeCore *core);
 
 /* Interrupt causes raised by the datapath */
 void ixgbe_raise_queue_cause(IxgbeCore *core, bool is_tx, unsigned queue);
@@ -92,6 +101,7 @@ ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
 void ixgbe_datapath_init(IxgbeCore *core);
 void ixgbe_datapath_uninit(IxgbeCore *core);
 void ixgbe_datapath_reset(IxgbeCore *core);
+bool ixgbe_datapath_post_load(IxgbeCore *core);
 
 /* Queue register helpers shared by the register file and the datapath */
 static inline hwaddr ixgbe_rxq_reg(unsigned queue, hwaddr reg)

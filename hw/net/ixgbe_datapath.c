@@ -19,6 +19,7 @@
 
 #include "qemu/osdep.h"
 #include "qemu/log.h"
+#include "qemu/error-report.h"
 #include "qemu/iov.h"
 #include "net/net.h"
 #include "net/eth.h"
@@ -30,11 +31,13 @@
 #include "trace.h"
 #include <zlib.h>
 
-#define IXGBE_DESC_SIZE         16
-#define IXGBE_MAX_TX_FRAGS      64
 #define IXGBE_MIN_FRAME         60
 #define IXGBE_STD_FRAME         1518
 #define IXGBE_RX_BUF_DEFAULT    2048
+/* The largest TSO packet: an 18-bit PAYLEN plus at most 512 header bytes */
+#define IXGBE_TX_MAX_PACKET     (0x3FFFF + 512)
+/* Buffers the largest frame (MAXFRS, VLAN tag and CRC kept) can need */
+#define IXGBE_RX_MAX_BUFS       DIV_ROUND_UP(0xFFFF + 8, KiB)
 
 static inline uint32_t *reg(IxgbeCore *core, hwaddr addr)
 {
@@ -76,9 +79,85 @@ static unsigned ixgbe_queue_stat_index(IxgbeCore *core, hwaddr map0,
     return (*reg(core, map0 + (q / 4) * 4) >> ((q % 4) * 8)) & 0xF;
 }
 
-static uint64_t ixgbe_ring_base(IxgbeCore *core, hwaddr bal)
+/* ------------------------------------------------------------------ */
+/* Descriptor rings                                                    */
+/* ------------------------------------------------------------------ */
+
+/* One queue's ring as its registers describe it */
+typedef struct IxgbeRing {
+    const char *kind;           /* "txq" or "rxq", for messages */
+    unsigned queue;
+    uint64_t base;
+    uint32_t n;                 /* descriptors */
+    uint32_t *head;             /* TDH/RDH: advanced by the device */
+    uint32_t tail;              /* TDT/RDT: written by the driver */
+} IxgbeRing;
+
+static void ixgbe_ring_init(IxgbeCore *core, IxgbeRing *r, bool tx,
+                            unsigned q)
 {
-    return ((uint64_t)*reg(core, bal + 4) << 32) | *reg(core, bal);
+    hwaddr bal = tx ? ixgbe_txq_reg(q, IXGBE_TXQ_TDBAL)
+                    : ixgbe_rxq_reg(q, IXGBE_RXQ_RDBAL);
+
+    r->kind = tx ? "txq" : "rxq";
+    r->queue = q;
+    r->base = ((uint64_t)*reg(core, bal + 4) << 32) | *reg(core, bal);
+    r->n = *reg(core, tx ? ixgbe_txq_reg(q, IXGBE_TXQ_TDLEN)
+                         : ixgbe_rxq_reg(q, IXGBE_RXQ_RDLEN)) /
+           IXGBE_DESC_SIZE;
+    r->head = reg(core, tx ? ixgbe_txq_reg(q, IXGBE_TXQ_TDH)
+                           : ixgbe_rxq_reg(q, IXGBE_RXQ_RDH));
+    r->tail = *reg(core, tx ? ixgbe_txq_reg(q, IXGBE_TXQ_TDT)
+                            : ixgbe_rxq_reg(q, IXGBE_RXQ_RDT));
+}
+
+/* Head and tail inside a non-empty ring; anything else is not processed */
+static bool ixgbe_ring_check(const IxgbeRing *r)
+{
+    if (r->n && *r->head < r->n && r->tail < r->n) {
+        return true;
+    }
+    qemu_log_mask(LOG_GUEST_ERROR,
+                  "ixgbe: %s %u: head %u / tail %u outside a ring of %u "
+                  "descriptors, queue not processed\n",
+                  r->kind, r->queue, *r->head, r->tail, r->n);
+    return false;
+}
+
+/* Descriptors the driver has handed to the device (head up to tail) */
+static uint32_t ixgbe_ring_avail(const IxgbeRing *r)
+{
+    return (r->tail + r->n - *r->head) % r->n;
+}
+
+static uint64_t ixgbe_ring_desc_addr(const IxgbeRing *r, uint32_t idx)
+{
+    return r->base + (uint64_t)idx * IXGBE_DESC_SIZE;
+}
+
+/*
+ * Fetch cnt descriptors from the head on (cnt <= ring size), in at most
+ * two reads when the run wraps.  A failed read stops the queue where it
+ * is: nothing is processed and the head does not move.
+ */
+static bool ixgbe_ring_fetch(IxgbeCore *core, const IxgbeRing *r, void *descs,
+                             uint32_t cnt)
+{
+    uint32_t first = MIN(cnt, r->n - *r->head);
+    uint8_t *buf = descs;
+
+    if (pci_dma_read(core->owner, ixgbe_ring_desc_addr(r, *r->head), buf,
+                     (size_t)first * IXGBE_DESC_SIZE) != MEMTX_OK ||
+        (cnt > first &&
+         pci_dma_read(core->owner, r->base, buf + first * IXGBE_DESC_SIZE,
+                      (size_t)(cnt - first) * IXGBE_DESC_SIZE) != MEMTX_OK)) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "ixgbe: %s %u: descriptor fetch at 0x%" PRIx64
+                      " failed, queue stopped\n", r->kind, r->queue,
+                      ixgbe_ring_desc_addr(r, *r->head));
+        return false;
+    }
+    return true;
 }
 
 /* ------------------------------------------------------------------ */
@@ -135,7 +214,8 @@ static void ixgbe_tx_out(void *opaque, const struct iovec *iov, int iovcnt,
     }
 }
 
-static bool ixgbe_tx_offloads(IxgbeCore *core, IxgbeTxQueue *txq)
+static bool ixgbe_tx_offloads(IxgbeCore *core, IxgbeTxQueue *txq,
+                              struct NetTxPkt *pkt)
 {
     uint32_t cmd = txq->first_cmd, olinfo = txq->first_olinfo;
     IxgbeTxContext *ctx = &txq->ctx[(olinfo >> IXGBE_TXD_IDX_SHIFT) & 1];
@@ -143,7 +223,7 @@ static bool ixgbe_tx_offloads(IxgbeCore *core, IxgbeTxQueue *txq)
     if (!(cmd & IXGBE_TXD_CMD_DEXT)) {
         /* Legacy descriptor: VLAN from the special field */
         if (cmd & IXGBE_TXD_CMD_VLE) {
-            net_tx_pkt_setup_vlan_header_ex(txq->pkt, olinfo >> 16,
+            net_tx_pkt_setup_vlan_header_ex(pkt, olinfo >> 16,
                                             *reg(core, IXGBE_VLNCTRL) & 0xFFFF);
         }
         /*
@@ -151,12 +231,12 @@ static bool ixgbe_tx_offloads(IxgbeCore *core, IxgbeTxQueue *txq)
          * checksum in practice, which the packet's own parse locates.
          */
         if (cmd & IXGBE_LTXD_CMD_IC) {
-            return net_tx_pkt_build_vheader(txq->pkt, false, true, 0);
+            return net_tx_pkt_build_vheader(pkt, false, true, 0);
         }
         return true;
     }
     if (cmd & IXGBE_TXD_CMD_VLE) {
-        net_tx_pkt_setup_vlan_header_ex(txq->pkt,
+        net_tx_pkt_setup_vlan_header_ex(pkt,
                                         ctx->vlan_macip_lens >>
                                         IXGBE_TXCTX_VLAN_SHIFT,
                                         *reg(core, IXGBE_VLNCTRL) & 0xFFFF);
@@ -164,10 +244,21 @@ static bool ixgbe_tx_offloads(IxgbeCore *core, IxgbeTxQueue *txq)
     if (cmd & IXGBE_TXD_CMD_TSE) {
         uint32_t mss = ctx->mss_l4len_idx >> IXGBE_TXCTX_MSS_SHIFT;
 
-        if (!mss || !net_tx_pkt_build_vheader(txq->pkt, true, true, mss)) {
+        /*
+         * A tiny MSS turns one packet into tens of thousands of frames,
+         * each costing the backend a full send: refuse it (see the device
+         * documentation) rather than stall the main loop.
+         */
+        if (mss < IXGBE_TSO_MIN_MSS) {
+            qemu_log_mask(LOG_GUEST_ERROR,
+                          "ixgbe: TSO with MSS %u (minimum %u)\n",
+                          mss, IXGBE_TSO_MIN_MSS);
             return false;
         }
-        net_tx_pkt_update_ip_checksums(txq->pkt);
+        if (!net_tx_pkt_build_vheader(pkt, true, true, mss)) {
+            return false;
+        }
+        net_tx_pkt_update_ip_checksums(pkt);
         return true;
     }
     if (olinfo & IXGBE_TXD_POPTS_TXSM) {
@@ -175,48 +266,88 @@ static bool ixgbe_tx_offloads(IxgbeCore *core, IxgbeTxQueue *txq)
 
         if ((ctx->type_tucmd_mlhl & IXGBE_TXCTX_L4T_MASK) ==
             IXGBE_TXCTX_L4T_SCTP) {
-            ok = net_tx_pkt_update_sctp_checksum(txq->pkt);
+            ok = net_tx_pkt_update_sctp_checksum(pkt);
         } else {
-            ok = net_tx_pkt_build_vheader(txq->pkt, false, true, 0);
+            ok = net_tx_pkt_build_vheader(pkt, false, true, 0);
         }
         if (!ok) {
             return false;
         }
     }
     if (olinfo & IXGBE_TXD_POPTS_IXSM) {
-        net_tx_pkt_update_ip_hdr_checksum(txq->pkt);
+        net_tx_pkt_update_ip_hdr_checksum(pkt);
+    }
+    return true;
+}
+
+/* Map the buffers of a complete packet into core->tx_pkt */
+static bool ixgbe_tx_map(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq)
+{
+    AddressSpace *as = pci_get_address_space(core->owner);
+    uint64_t total = 0;
+
+    for (uint32_t i = 0; i < txq->nfrags; i++) {
+        total += txq->frag_len[i];
+    }
+    if (total > IXGBE_TX_MAX_PACKET) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "ixgbe: txq %u: %" PRIu64 " byte packet exceeds %u "
+                      "bytes, frame dropped\n", q, total, IXGBE_TX_MAX_PACKET);
+        return false;
+    }
+    for (uint32_t i = 0; i < txq->nfrags; i++) {
+        uint64_t addr = txq->frag_addr[i];
+        uint32_t len = txq->frag_len[i];
+
+        /*
+         * Mapping an address with nothing behind it would succeed through
+         * a bounce buffer reading zeros: check that the buffer is backed.
+         */
+        if (!dma_memory_valid(as, addr, len, DMA_DIRECTION_TO_DEVICE,
+                              MEMTXATTRS_UNSPECIFIED) ||
+            !net_tx_pkt_add_raw_fragment_pci(core->tx_pkt, core->owner,
+                                             addr, len)) {
+            qemu_log_mask(LOG_GUEST_ERROR,
+                          "ixgbe: txq %u: buffer 0x%" PRIx64 "+%u not mapped, "
+                          "frame dropped\n", q, addr, len);
+            return false;
+        }
     }
     return true;
 }
 
 static void ixgbe_tx_send(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq)
 {
+    struct NetTxPkt *pkt = core->tx_pkt;
     IxgbeTxOut out = {
         .core = core,
         .queue = q,
         .loopback = *reg(core, IXGBE_HLREG0) & IXGBE_HLREG0_LPBK,
     };
 
-    if (!net_tx_pkt_parse(txq->pkt) || !ixgbe_tx_offloads(core, txq)) {
-        qemu_log_mask(LOG_GUEST_ERROR,
-                      "ixgbe: txq %u: malformed frame or offload request, "
-                      "frame dropped\n", q);
-        return;
+    if (ixgbe_tx_map(core, q, txq)) {
+        if (net_tx_pkt_parse(pkt) && ixgbe_tx_offloads(core, txq, pkt)) {
+            /*
+             * The peer never gets a virtio-net header from this device:
+             * offloads (checksums, TSO segmentation) are done here.
+             */
+            net_tx_pkt_send_custom(pkt, false, ixgbe_tx_out, &out);
+        } else {
+            qemu_log_mask(LOG_GUEST_ERROR,
+                          "ixgbe: txq %u: malformed frame or offload request, "
+                          "frame dropped\n", q);
+        }
     }
-    /*
-     * The peer never gets a virtio-net header from this device: offloads
-     * (checksums, TSO segmentation) are done here, frame by frame.
-     */
-    net_tx_pkt_send_custom(txq->pkt, false, ixgbe_tx_out, &out);
+    net_tx_pkt_reset(pkt, net_tx_pkt_unmap_frag_pci, core->owner);
 }
 
 /* Process one descriptor; returns true when it asks for status (RS) */
 static bool ixgbe_tx_desc(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq,
-                          const uint8_t *desc)
+                          const IxgbeTxDesc *desc)
 {
-    uint64_t addr = ldq_le_p(desc);
-    uint32_t cmd = ldl_le_p(desc + 8);
-    uint32_t olinfo = ldl_le_p(desc + 12);
+    uint64_t addr = le64_to_cpu(desc->addr);
+    uint32_t cmd = le32_to_cpu(desc->cmd_type_len);
+    uint32_t olinfo = le32_to_cpu(desc->olinfo_status);
     uint32_t len = cmd & IXGBE_TXD_DTALEN_MASK;
 
     if (cmd & IXGBE_TXD_CMD_DEXT) {
@@ -226,8 +357,8 @@ static bool ixgbe_tx_desc(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq,
             IxgbeTxContext *ctx = &txq->ctx[(olinfo >> IXGBE_TXD_IDX_SHIFT)
                                             & 1];
 
-            ctx->vlan_macip_lens = ldl_le_p(desc);
-            ctx->seqnum_seed = ldl_le_p(desc + 4);
+            ctx->vlan_macip_lens = (uint32_t)addr;
+            ctx->seqnum_seed = addr >> 32;
             ctx->type_tucmd_mlhl = cmd;
             ctx->mss_l4len_idx = olinfo;
             return cmd & IXGBE_TXD_CMD_RS;
@@ -243,47 +374,40 @@ static bool ixgbe_tx_desc(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq,
     if (!txq->in_packet) {
         txq->in_packet = true;
         txq->drop = false;
+        txq->nfrags = 0;
         txq->first_cmd = cmd;
         txq->first_olinfo = olinfo;
     }
-    /*
-     * Mapping an address with nothing behind it would succeed through a
-     * bounce buffer reading zeros: check that the buffer is backed first.
-     */
-    if (len && !txq->drop &&
-        (!dma_memory_valid(pci_get_address_space(core->owner), addr, len,
-                           DMA_DIRECTION_TO_DEVICE, MEMTXATTRS_UNSPECIFIED) ||
-         !net_tx_pkt_add_raw_fragment_pci(txq->pkt, core->owner, addr,
-                                          len))) {
-        qemu_log_mask(LOG_GUEST_ERROR,
-                      "ixgbe: txq %u: buffer 0x%" PRIx64 "+%u not mapped or "
-                      "too many fragments, frame dropped\n", q, addr, len);
-        txq->drop = true;
+    if (len && !txq->drop) {
+        if (txq->nfrags < IXGBE_MAX_TX_FRAGS) {
+            txq->frag_addr[txq->nfrags] = addr;
+            txq->frag_len[txq->nfrags] = len;
+            txq->nfrags++;
+        } else {
+            qemu_log_mask(LOG_GUEST_ERROR,
+                          "ixgbe: txq %u: packet spans more than %u buffers, "
+                          "frame dropped\n", q, IXGBE_MAX_TX_FRAGS);
+            txq->drop = true;
+        }
     }
     if (cmd & IXGBE_TXD_CMD_EOP) {
         if (!txq->drop) {
             ixgbe_tx_send(core, q, txq);
         }
-        net_tx_pkt_reset(txq->pkt, net_tx_pkt_unmap_frag_pci, core->owner);
         txq->in_packet = false;
         txq->drop = false;
+        txq->nfrags = 0;
     }
     return cmd & IXGBE_TXD_CMD_RS;
 }
 
-static unsigned ixgbe_tx_ring_size(IxgbeCore *core, unsigned q)
-{
-    return *reg(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDLEN)) / IXGBE_DESC_SIZE;
-}
-
 /* Mark one descriptor done (STA.DD sits in byte 12 in both formats) */
-static void ixgbe_tx_set_dd(IxgbeCore *core, unsigned q, uint32_t idx)
+static void ixgbe_tx_set_dd(IxgbeCore *core, const IxgbeRing *r, uint32_t idx)
 {
-    uint64_t base = ixgbe_ring_base(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDBAL));
     uint8_t sta = IXGBE_TXD_STA_DD;
 
-    pci_dma_write(core->owner, base + (uint64_t)idx * IXGBE_DESC_SIZE + 12,
-                  &sta, 1);
+    pci_dma_write(core->owner, ixgbe_ring_desc_addr(r, idx) +
+                  offsetof(IxgbeTxDesc, olinfo_status), &sta, 1);
 }
 
 /* Head write-back replaces descriptor write-back when TDWBAL bit 0 is set */
@@ -306,73 +430,65 @@ static bool ixgbe_tx_head_wb(IxgbeCore *core, unsigned q)
 void ixgbe_tx_flush_writeback(IxgbeCore *core, unsigned q)
 {
     IxgbeTxQueue *txq = &core->txq[q];
-    unsigned n = ixgbe_tx_ring_size(core, q);
+    IxgbeRing r;
 
     if (!txq->wb_pending) {
         return;
     }
     trace_ixgbe_tx_writeback(q, txq->wb_pending);
-    if (!ixgbe_tx_head_wb(core, q) && n) {
-        for (uint32_t i = 0; i < txq->wb_pending; i++) {
-            ixgbe_tx_set_dd(core, q, (txq->wb_next + i) % n);
+    ixgbe_ring_init(core, &r, true, q);
+    if (!ixgbe_tx_head_wb(core, q) && r.n) {
+        /* wb_pending never exceeds the ring (checked on migration too) */
+        for (uint32_t i = 0; i < MIN(txq->wb_pending, r.n); i++) {
+            ixgbe_tx_set_dd(core, &r, (txq->wb_next + i) % r.n);
         }
     }
-    txq->wb_next = (txq->wb_next + txq->wb_pending) % MAX(n, 1);
+    txq->wb_next = (txq->wb_next + txq->wb_pending) % MAX(r.n, 1);
     txq->wb_pending = 0;
 }
 
 void ixgbe_tx_kick(IxgbeCore *core, unsigned q)
 {
     IxgbeTxQueue *txq = &core->txq[q];
-    uint8_t burst[IXGBE_TX_BURST * IXGBE_DESC_SIZE];
+    IxgbeTxDesc burst[IXGBE_TX_BURST];
     uint32_t txdctl = *reg(core, ixgbe_txq_reg(q, IXGBE_TXQ_TXDCTL));
     uint32_t wthresh = (txdctl >> IXGBE_TXDCTL_WTHRESH_SHIFT) &
                        IXGBE_TXDCTL_WTHRESH_MASK;
-    uint32_t *tdh = reg(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDH));
-    uint32_t tdt = *reg(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDT));
-    uint64_t base = ixgbe_ring_base(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDBAL));
-    unsigned n = ixgbe_tx_ring_size(core, q);
-    uint32_t head = *tdh;
     bool done_any = false;
+    IxgbeRing r;
 
     if (!(*reg(core, IXGBE_DMATXCTL) & IXGBE_DMATXCTL_TE) ||
-        !(txdctl & IXGBE_TXDCTL_ENABLE) || head == tdt) {
+        !(txdctl & IXGBE_TXDCTL_ENABLE)) {
         return;
     }
-    if (!n || head >= n || tdt >= n) {
-        qemu_log_mask(LOG_GUEST_ERROR,
-                      "ixgbe: txq %u: head %u / tail %u outside a ring of %u "
-                      "descriptors, queue not processed\n", q, head, tdt, n);
+    ixgbe_ring_init(core, &r, true, q);
+    if (*r.head == r.tail || !ixgbe_ring_check(&r)) {
         return;
     }
     if (txq->wb_pending == 0) {
-        txq->wb_next = head;
+        txq->wb_next = *r.head;
     }
 
-    while (head != tdt) {
-        unsigned cnt = MIN(IXGBE_TX_BURST, (tdt > head ? tdt : n) - head);
+    while (*r.head != r.tail) {
+        unsigned cnt = MIN(IXGBE_TX_BURST, ixgbe_ring_avail(&r));
 
-        if (pci_dma_read(core->owner, base + (uint64_t)head * IXGBE_DESC_SIZE,
-                         burst, cnt * IXGBE_DESC_SIZE) != MEMTX_OK) {
-            qemu_log_mask(LOG_GUEST_ERROR,
-                          "ixgbe: txq %u: descriptor fetch at 0x%" PRIx64
-                          " failed, queue stopped\n",
-                          q, base + (uint64_t)head * IXGBE_DESC_SIZE);
+        if (!ixgbe_ring_fetch(core, &r, burst, cnt)) {
             break;
         }
-        trace_ixgbe_tx_fetch(q, head, cnt);
+        trace_ixgbe_tx_fetch(q, *r.head, cnt);
         for (unsigned i = 0; i < cnt; i++) {
-            bool rs = ixgbe_tx_desc(core, q, txq, burst + i * IXGBE_DESC_SIZE);
+            uint32_t idx = *r.head;
+            bool rs = ixgbe_tx_desc(core, q, txq, &burst[i]);
 
-            head = (head + 1) % n;
-            *tdh = head;
+            *r.head = (idx + 1) % r.n;
             done_any = true;
             if (wthresh == 0) {
                 if (rs && !ixgbe_tx_head_wb(core, q)) {
-                    ixgbe_tx_set_dd(core, q, (head + n - 1) % n);
+                    ixgbe_tx_set_dd(core, &r, idx);
                 }
-                txq->wb_next = head;
-            } else if (++txq->wb_pending >= wthresh) {
+                txq->wb_next = *r.head;
+            } else if (++txq->wb_pending >= MIN(wthresh, r.n)) {
+                /* WTHRESH reached, or every descriptor of the ring done */
                 ixgbe_tx_flush_writeback(core, q);
             }
         }
@@ -548,15 +664,15 @@ static unsigned ixgbe_rx_buf_size(uint32_t srrctl)
 }
 
 /*
- * len: the bytes written to host memory (without the CRC when it is
- * stripped, without a stripped VLAN tag); wire: the frame as received,
- * with its CRC, which the total-octets and size-bucket counters count.
+ * The MAC counts every frame that passed its filters, whether or not a
+ * queue could take it: len is the bytes meant for host memory (without
+ * the CRC when it is stripped, without a stripped VLAN tag); wire is the
+ * frame as received, with its CRC, which the total-octets and size-bucket
+ * counters count.
  */
-static void ixgbe_rx_stats(IxgbeCore *core, unsigned q, const uint8_t *buf,
-                           size_t len, size_t wire)
+static void ixgbe_rx_mac_stats(IxgbeCore *core, const uint8_t *buf,
+                               size_t len, size_t wire)
 {
-    unsigned si = ixgbe_queue_stat_index(core, IXGBE_RQSMR0, q);
-
     ixgbe_stat_inc(core, IXGBE_GPRC);
     ixgbe_stat_inc(core, IXGBE_TPR);
     ixgbe_stat64_add(core, IXGBE_GORCL, len);
@@ -567,6 +683,13 @@ static void ixgbe_rx_stats(IxgbeCore *core, unsigned q, const uint8_t *buf,
     } else if (is_multicast_ether_addr(buf)) {
         ixgbe_stat_inc(core, IXGBE_MPRC);
     }
+}
+
+/* The queue counters count what reached host memory */
+static void ixgbe_rx_queue_stats(IxgbeCore *core, unsigned q, size_t len)
+{
+    unsigned si = ixgbe_queue_stat_index(core, IXGBE_RQSMR0, q);
+
     ixgbe_stat_inc(core, IXGBE_QPRC0 + si * 0x40);
     ixgbe_stat64_add(core, IXGBE_QBRC0 + si * 0x40, len);
 }
@@ -586,93 +709,96 @@ bool ixgbe_rx_can_receive(IxgbeCore *core)
            (core->owner->config[PCI_COMMAND] & PCI_COMMAND_MASTER);
 }
 
-/*
- * Write one frame (data already linear in buf) into queue q's ring.
- * Returns false when the ring lacks descriptors and the frame must wait.
- */
-static bool ixgbe_rx_to_ring(IxgbeCore *core, unsigned q, const uint8_t *buf,
+/* Fill in the write-back of one receive descriptor */
+static void ixgbe_rx_writeback(IxgbeRxDesc *d, bool legacy, size_t chunk,
+                               uint32_t status, const IxgbeRxInfo *info,
+                               uint16_t vlan_tag)
+{
+    memset(d, 0, sizeof(*d));
+    if (legacy) {
+        d->legacy.length = cpu_to_le16(chunk);
+        d->legacy.status = status & 0xFF;
+        d->legacy.errors = status >> 24;
+        d->legacy.special = cpu_to_le16(vlan_tag);
+    } else {
+        d->wb.info = cpu_to_le32(info->rss_type |
+                                 (info->pkt_type << IXGBE_RXD_PKTTYPE_SHIFT));
+        d->wb.rss_hash = cpu_to_le32(info->hash);
+        d->wb.status_error = cpu_to_le32(status);
+        d->wb.length = cpu_to_le16(chunk);
+        d->wb.vlan = cpu_to_le16(vlan_tag);
+    }
+}
+
+typedef enum IxgbeRxResult {
+    IXGBE_RX_DELIVERED,         /* in host memory, descriptors written back */
+    IXGBE_RX_DROPPED,           /* gone (counted or logged as such) */
+    IXGBE_RX_HELD,              /* no descriptors: the frame must wait */
+} IxgbeRxResult;
+
+/* Write one frame (data already linear in buf) into queue q's ring */
+static IxgbeRxResult ixgbe_rx_to_ring(IxgbeCore *core, unsigned q, const uint8_t *buf,
                              size_t len, const IxgbeRxInfo *info,
                              uint16_t vlan_tag, bool stripped)
 {
     uint32_t srrctl = *reg(core, ixgbe_rxq_reg(q, IXGBE_RXQ_SRRCTL));
-    uint32_t *rdh = reg(core, ixgbe_rxq_reg(q, IXGBE_RXQ_RDH));
-    uint32_t rdt = *reg(core, ixgbe_rxq_reg(q, IXGBE_RXQ_RDT));
-    unsigned n = *reg(core, ixgbe_rxq_reg(q, IXGBE_RXQ_RDLEN)) /
-                 IXGBE_DESC_SIZE;
-    uint64_t base = ixgbe_ring_base(core, ixgbe_rxq_reg(q, IXGBE_RXQ_RDBAL));
     unsigned bufsz = ixgbe_rx_buf_size(srrctl);
     bool legacy = ((srrctl >> IXGBE_SRRCTL_DESCTYPE_SHIFT) &
                    IXGBE_SRRCTL_DESCTYPE_MASK) == IXGBE_SRRCTL_DESCTYPE_LEGACY;
     unsigned need = DIV_ROUND_UP(len, bufsz);
-    uint32_t head = *rdh;
-    unsigned avail;
+    IxgbeRxDesc descs[IXGBE_RX_MAX_BUFS];
     size_t off = 0;
+    IxgbeRing r;
 
-    if (!n || head >= n || rdt >= n) {
-        qemu_log_mask(LOG_GUEST_ERROR,
-                      "ixgbe: rxq %u: head %u / tail %u outside a ring of %u "
-                      "descriptors, frame dropped\n", q, head, rdt, n);
+    ixgbe_ring_init(core, &r, false, q);
+    if (!ixgbe_ring_check(&r)) {
         ixgbe_rx_drop(core, q);
-        return true;
+        return IXGBE_RX_DROPPED;
     }
-    avail = (rdt + n - head) % n;
-    if (need >= n) {
+    if (need >= r.n || need > IXGBE_RX_MAX_BUFS) {
         qemu_log_mask(LOG_GUEST_ERROR,
                       "ixgbe: rxq %u: a %zu byte frame needs %u buffers, the "
-                      "ring has %u, frame dropped\n", q, len, need, n);
+                      "ring has %u, frame dropped\n", q, len, need, r.n);
         ixgbe_rx_drop(core, q);
-        return true;
+        return IXGBE_RX_DROPPED;
     }
-    if (avail < need) {
+    if (ixgbe_ring_avail(&r) < need) {
         if (srrctl & IXGBE_SRRCTL_DROP_EN) {
             ixgbe_rx_drop(core, q);
-            return true;
+            return IXGBE_RX_DROPPED;
         }
         /* Held, not lost: nothing to count until it is dropped */
-        return false;
+        return IXGBE_RX_HELD;
+    }
+    /* Buffers are written only once every descriptor has been read */
+    if (!ixgbe_ring_fetch(core, &r, descs, need)) {
+        trace_ixgbe_rx_drop(q);
+        return IXGBE_RX_DROPPED;
     }
 
     for (unsigned i = 0; i < need; i++) {
-        uint64_t daddr = base + (uint64_t)head * IXGBE_DESC_SIZE;
-        uint8_t desc[IXGBE_DESC_SIZE];
+        uint32_t idx = (*r.head + i) % r.n;
+        uint64_t addr = le64_to_cpu(descs[i].read.pkt_addr);
         size_t chunk = MIN(bufsz, len - off);
         bool eop = i == need - 1;
         uint32_t status = IXGBE_RXD_STAT_DD | (eop ? IXGBE_RXD_STAT_EOP : 0);
 
-        if (pci_dma_read(core->owner, daddr, desc, sizeof(desc)) !=
-            MEMTX_OK) {
+        if (pci_dma_write(core->owner, addr, buf + off, chunk) != MEMTX_OK) {
             qemu_log_mask(LOG_GUEST_ERROR,
-                          "ixgbe: rxq %u: descriptor read at 0x%" PRIx64
-                          " failed\n", q, daddr);
+                          "ixgbe: rxq %u: buffer 0x%" PRIx64 "+%zu not "
+                          "writable\n", q, addr, chunk);
         }
-        pci_dma_write(core->owner, ldq_le_p(desc), buf + off, chunk);
         if (eop) {
-            status |= info->status;
-            if (stripped) {
-                status |= IXGBE_RXD_STAT_VP;
-            }
+            status |= info->status | (stripped ? IXGBE_RXD_STAT_VP : 0);
         }
-        memset(desc, 0, sizeof(desc));
-        if (legacy) {
-            /* length, checksum, status, errors, special */
-            stw_le_p(desc + 8, chunk);
-            desc[12] = status & 0xFF;
-            desc[13] = (status >> 24) & 0xFF;
-            stw_le_p(desc + 14, vlan_tag);
-        } else {
-            stl_le_p(desc, info->rss_type |
-                     (info->pkt_type << IXGBE_RXD_PKTTYPE_SHIFT));
-            stl_le_p(desc + 4, info->hash);
-            stl_le_p(desc + 8, status);
-            stl_le_p(desc + 12, chunk | ((uint32_t)vlan_tag << 16));
-        }
-        /* Write the descriptor back after its buffer */
-        pci_dma_write(core->owner, daddr, desc, sizeof(desc));
+        ixgbe_rx_writeback(&descs[i], legacy, chunk, status, info, vlan_tag);
+        /* The descriptor is written back after its buffer */
+        pci_dma_write(core->owner, ixgbe_ring_desc_addr(&r, idx), &descs[i],
+                      sizeof(descs[i]));
         off += chunk;
-        head = (head + 1) % n;
     }
-    *rdh = head;
-    return true;
+    *r.head = (*r.head + need) % r.n;
+    return IXGBE_RX_DELIVERED;
 }
 
 ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
@@ -746,13 +872,20 @@ ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
         stl_le_p(buf + len, crc32(0, buf, len));
         len += 4;
     }
-    if (!ixgbe_rx_to_ring(core, q, buf, len, &info, vlan_tag, has_vlan)) {
+    switch (ixgbe_rx_to_ring(core, q, buf, len, &info, vlan_tag, has_vlan)) {
+    case IXGBE_RX_HELD:
         /* No descriptors and no DROP_EN: hold the frame (flow control) */
         return 0;
+    case IXGBE_RX_DROPPED:
+        ixgbe_rx_mac_stats(core, buf, len, wire);
+        break;
+    case IXGBE_RX_DELIVERED:
+        trace_ixgbe_rx_frame(q, len, info.hash);
+        ixgbe_rx_mac_stats(core, buf, len, wire);
+        ixgbe_rx_queue_stats(core, q, len);
+        ixgbe_raise_queue_cause(core, false, q);
+        break;
     }
-    trace_ixgbe_rx_frame(q, len, info.hash);
-    ixgbe_rx_stats(core, q, buf, len, wire);
-    ixgbe_raise_queue_cause(core, false, q);
     return size;
 }
 
@@ -762,31 +895,43 @@ ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
 
 void ixgbe_datapath_init(IxgbeCore *core)
 {
-    for (unsigned q = 0; q < IXGBE_NUM_QUEUES; q++) {
-        net_tx_pkt_init(&core->txq[q].pkt, IXGBE_MAX_TX_FRAGS);
-    }
+    net_tx_pkt_init(&core->tx_pkt, IXGBE_MAX_TX_FRAGS);
     net_rx_pkt_init(&core->rx_pkt);
 }
 
 void ixgbe_datapath_uninit(IxgbeCore *core)
 {
-    for (unsigned q = 0; q < IXGBE_NUM_QUEUES; q++) {
-        net_tx_pkt_uninit(core->txq[q].pkt);
-        core->txq[q].pkt = NULL;
-    }
+    /* Nothing stays mapped between transmit runs: tx_pkt is empty */
+    net_tx_pkt_uninit(core->tx_pkt);
+    core->tx_pkt = NULL;
     net_rx_pkt_uninit(core->rx_pkt);
     core->rx_pkt = NULL;
 }
 
 void ixgbe_datapath_reset(IxgbeCore *core)
 {
+    memset(core->txq, 0, sizeof(core->txq));
+}
+
+/*
+ * Check the transmit state a migration stream restored: it is not guest
+ * visible, so values the device itself never produces mean a corrupt
+ * stream.
+ */
+bool ixgbe_datapath_post_load(IxgbeCore *core)
+{
     for (unsigned q = 0; q < IXGBE_NUM_QUEUES; q++) {
         IxgbeTxQueue *txq = &core->txq[q];
 
-        net_tx_pkt_reset(txq->pkt, net_tx_pkt_unmap_frag_pci, core->owner);
-        memset(txq->ctx, 0, sizeof(txq->ctx));
-        txq->first_cmd = txq->first_olinfo = 0;
-        txq->in_packet = txq->drop = false;
-        txq->wb_pending = txq->wb_next = 0;
+        /* Ring indices are 16 bits wide (TDH, TDT) */
+        if (txq->nfrags > IXGBE_MAX_TX_FRAGS ||
+            (!txq->in_packet && txq->nfrags) ||
+            txq->wb_pending > 0xFFFF || txq->wb_next > 0xFFFF) {
+            error_report("ixgbe: txq %u: invalid migrated state "
+                         "(%u buffers, %u write-backs from %u)",
+                         q, txq->nfrags, txq->wb_pending, txq->wb_next);
+            return false;
+        }
     }
+    return true;
 }

@@ -318,6 +318,46 @@ enum {
     IXGBE_RSSTYPE_IPV6_UDP = 8,
 };
 
+/*
+ * Descriptor layouts (16 bytes, little endian).  Transmit: the read format
+ * of data descriptors; a context descriptor puts VLAN/MACLEN/IPLEN in the
+ * low and the sequence-number seed in the high half of addr.  Receive: the
+ * read format of one-buffer descriptors, and the advanced and legacy
+ * write-back formats.
+ */
+typedef struct IxgbeTxDesc {
+    uint64_t addr;
+    uint32_t cmd_type_len;
+    uint32_t olinfo_status;         /* STA.DD in bit 0 after write-back */
+} IxgbeTxDesc;
+
+typedef union IxgbeRxDesc {
+    struct {
+        uint64_t pkt_addr;
+        uint64_t hdr_addr;
+    } read;
+    struct {
+        uint32_t info;              /* RSS type 3:0, packet type 16:4 */
+        uint32_t rss_hash;
+        uint32_t status_error;
+        uint16_t length;
+        uint16_t vlan;
+    } wb;
+    struct {
+        uint64_t addr;
+        uint16_t length;
+        uint16_t csum;
+        uint8_t status;
+        uint8_t errors;
+        uint16_t special;
+    } legacy;
+} IxgbeRxDesc;
+
+#define IXGBE_DESC_SIZE             16
+
+/* Smallest TSO segment payload the model segments (a model limit) */
+#define IXGBE_TSO_MIN_MSS           48
+
 /* EEPROM words the drivers read */
 #define IXGBE_EEPROM_CHECKSUM_WORD  0x3F
 #define IXGBE_EEPROM_SUM            0xBABA

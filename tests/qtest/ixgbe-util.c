@@ -1,0 +1,446 @@
+/*
+ * Test harness for the Intel 82599 (ixgbe) qtests: the machine with its
+ * socket netdev, register access, frames, and descriptor rings in guest
+ * memory, as a driver would set them up.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include <poll.h>
+#include "libqtest.h"
+#include "libqos/libqos-pc.h"
+#include "libqos/libqos-malloc.h"
+#include "libqos/pci.h"
+#include "qobject/qdict.h"
+#include "net/eth.h"
+#include "qemu/bswap.h"
+#include "qemu/cutils.h"
+#include "qemu/units.h"
+#include "hw/pci/pci_regs.h"
+#include "hw/net/ixgbe_regs.h"
+#include "ixgbe-util.h"
+
+const uint8_t test_mac[ETH_ALEN] = {
+    0x52, 0x54, 0x00, 0x12, 0x34, 0x56
+};
+const uint8_t peer_mac[ETH_ALEN] = {
+    0x52, 0x54, 0x00, 0xaa, 0xbb, 0xcc
+};
+const uint8_t other_mac[ETH_ALEN] = {
+    0x52, 0x54, 0x00, 0x99, 0x88, 0x77
+};
+const uint8_t bcast_mac[ETH_ALEN] = {
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff
+};
+
+/* ------------------------------------------------------------------ */
+/* Machine, registers, socket backend                                  */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Boot a q35 machine with the NIC on the root complex (slot
+ * IXGBE_TEST_SLOT) or, with on_port, behind a PCI Express root port
+ * ("rp0") whose bus number and memory window the test assigns as firmware
+ * would.  extra: more QEMU options (may be "").
+ */
+void ixgbe_test_boot(IxgbeTest *t, bool on_port, const char *extra)
+{
+    g_autofree char *where = NULL;
+    int sv[2], fd, devfn = QPCI_DEVFN(IXGBE_TEST_SLOT, 0);
+
+    memset(t, 0, sizeof(*t));
+    g_assert_cmpint(socketpair(PF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
+    fd = g_file_open_tmp("ixgbe-test-log-XXXXXX", &t->log_path, NULL);
+    g_assert_cmpint(fd, >=, 0);
+    close(fd);
+    where = on_port ?
+        g_strdup_printf("-device pcie-root-port,id=rp0,bus=pcie.0,chassis=1,"
+                        "addr=%d -device ixgbe,bus=rp0", IXGBE_TEST_PORT_SLOT) :
+        g_strdup_printf("-device ixgbe,addr=%d", IXGBE_TEST_SLOT);
+    t->qs = qtest_pc_boot("-M q35 -nodefaults -d guest_errors -D %s "
+                          "-netdev socket,fd=%d,id=net0 "
+                          "%s,id=nic0,netdev=net0,mac=" IXGBE_TEST_MAC
+                          ",romfile= %s",
+                          t->log_path, sv[1], where, extra);
+    close(sv[1]);
+    t->sock = sv[0];
+    t->qts = t->qs->qts;
+    if (on_port) {
+        int secbus;
+
+        g_assert_cmpint(qpci_secondary_buses_init(t->qs->pcibus), ==, 1);
+        t->port = qpci_device_find(t->qs->pcibus,
+                                   QPCI_DEVFN(IXGBE_TEST_PORT_SLOT, 0));
+        g_assert(t->port);
+        secbus = qpci_config_readb(t->port, PCI_SECONDARY_BUS);
+        qpci_config_writew(t->port, PCI_MEMORY_BASE, 0xe000);
+        qpci_config_writew(t->port, PCI_MEMORY_LIMIT, 0xeff0);
+        qpci_device_enable(t->port);
+        devfn = QPCI_DEVFN(secbus << 5, 0);
+    }
+    t->dev = qpci_device_find(t->qs->pcibus, devfn);
+    g_assert(t->dev);
+    t->bar0 = qpci_iomap(t->dev, 0, &t->bar0_size);
+    qpci_device_enable(t->dev);
+}
+
+void ixgbe_test_start_args(IxgbeTest *t, const char *extra)
+{
+    ixgbe_test_boot(t, false, extra);
+}
+
+void ixgbe_test_start(IxgbeTest *t)
+{
+    ixgbe_test_start_args(t, "");
+}
+
+void ixgbe_test_stop(IxgbeTest *t)
+{
+    if (t->dev && t->dev->msix_enabled) {
+        qpci_msix_disable(t->dev);
+    }
+    g_free(t->dev);
+    g_free(t->port);
+    qtest_shutdown(t->qs);
+    close(t->sock);
+    unlink(t->log_path);
+    g_free(t->log_path);
+}
+
+bool ixgbe_test_logged(IxgbeTest *t, const char *text)
+{
+    g_autofree char *log = NULL;
+
+    g_assert_true(g_file_get_contents(t->log_path, &log, NULL, NULL));
+    return strstr(log, text) != NULL;
+}
+
+uint32_t rd(IxgbeTest *t, uint32_t reg)
+{
+    return qpci_io_readl(t->dev, t->bar0, reg);
+}
+
+void wr(IxgbeTest *t, uint32_t reg, uint32_t val)
+{
+    qpci_io_writel(t->dev, t->bar0, reg, val);
+}
+
+uint32_t rxq(unsigned q, uint32_t reg)
+{
+    g_assert(q < 64);
+    return IXGBE_RXQ_LO + q * IXGBE_RXQ_STRIDE + reg;
+}
+
+uint32_t txq(unsigned q, uint32_t reg)
+{
+    return IXGBE_TXQ_BASE + q * IXGBE_TXQ_STRIDE + reg;
+}
+
+uint32_t eitr(unsigned vector)
+{
+    g_assert(vector < 24);
+    return IXGBE_EITR_LO + vector * 4;
+}
+
+/* Send one frame to the device (the socket netdev prefixes its length) */
+void backend_send(IxgbeTest *t, const uint8_t *frame, size_t len)
+{
+    uint32_t be_len = htonl(len);
+    struct iovec iov[] = {
+        { .iov_base = &be_len, .iov_len = sizeof(be_len) },
+        { .iov_base = (void *)frame, .iov_len = len },
+    };
+    struct msghdr msg = { .msg_iov = iov, .msg_iovlen = ARRAY_SIZE(iov) };
+
+    g_assert_cmpint(sendmsg(t->sock, &msg, 0), ==, sizeof(be_len) + len);
+}
+
+static bool backend_readable(IxgbeTest *t, int timeout_ms)
+{
+    struct pollfd pfd = { .fd = t->sock, .events = POLLIN };
+
+    return poll(&pfd, 1, timeout_ms) == 1 && (pfd.revents & POLLIN);
+}
+
+/*
+ * Receive one frame the device transmitted.  Returns its length, or -1 if
+ * none arrives within timeout_ms.
+ */
+int backend_recv(IxgbeTest *t, uint8_t *buf, size_t size,
+                 int timeout_ms)
+{
+    uint32_t be_len;
+    size_t len;
+
+    if (!backend_readable(t, timeout_ms)) {
+        return -1;
+    }
+    g_assert_cmpint(recv(t->sock, &be_len, sizeof(be_len), MSG_WAITALL), ==,
+                    sizeof(be_len));
+    len = ntohl(be_len);
+    g_assert_cmpuint(len, <=, size);
+    g_assert_cmpint(recv(t->sock, buf, len, MSG_WAITALL), ==, len);
+    return len;
+}
+
+/*
+ * Nothing was transmitted.  The device sends during the tail write, so a
+ * frame it sent would already be waiting in the socket.
+ */
+void backend_assert_silent(IxgbeTest *t)
+{
+    uint8_t buf[64 * KiB];
+    int len = backend_recv(t, buf, sizeof(buf), SILENCE_MS);
+
+    if (len >= 0) {
+        GString *hex = qemu_hexdump_line(NULL, buf, MIN(len, 32), 1, 0);
+
+        g_test_message("unexpected frame of %d bytes: %s...", len, hex->str);
+        g_string_free(hex, true);
+    }
+    g_assert_cmpint(len, ==, -1);
+}
+
+/* An Ethernet frame with a recognisable payload */
+size_t build_frame(uint8_t *buf, const uint8_t *dst, size_t len,
+                   uint8_t seed)
+{
+    g_assert_cmpuint(len, >=, 60);
+    memcpy(buf, dst, ETH_ALEN);
+    memcpy(buf + 6, peer_mac, ETH_ALEN);
+    stw_be_p(buf + 12, 0x88b5);            /* local experimental type */
+    for (size_t i = 14; i < len; i++) {
+        buf[i] = seed + i * 7;
+    }
+    return len;
+}
+
+uint16_t ip_checksum(const uint8_t *p, size_t len)
+{
+    uint32_t sum = 0;
+
+    for (size_t i = 0; i + 1 < len; i += 2) {
+        sum += lduw_be_p(p + i);
+    }
+    while (sum >> 16) {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    return ~sum;
+}
+
+/* A 60-byte IPv4 frame to the device, UDP (proto 17) or TCP (proto 6) */
+size_t build_ipv4_frame(uint8_t *buf, uint8_t proto,
+                        const uint8_t *sip, const uint8_t *dip,
+                        uint16_t sport, uint16_t dport)
+{
+    uint8_t *ip = buf + 14, *l4 = ip + 20;
+    size_t len = 60;
+
+    memset(buf, 0, len);
+    memcpy(buf, test_mac, ETH_ALEN);
+    memcpy(buf + 6, peer_mac, ETH_ALEN);
+    stw_be_p(buf + 12, 0x0800);
+    ip[0] = 0x45;
+    stw_be_p(ip + 2, len - 14);
+    ip[8] = 64;
+    ip[9] = proto;
+    memcpy(ip + 12, sip, 4);
+    memcpy(ip + 16, dip, 4);
+    stw_be_p(ip + 10, ip_checksum(ip, 20));
+    stw_be_p(l4, sport);
+    stw_be_p(l4 + 2, dport);
+    if (proto == 17) {
+        stw_be_p(l4 + 4, len - 14 - 20);   /* checksum 0: none */
+    } else {
+        l4[12] = 5 << 4;                   /* 20-byte header, 6 data */
+    }
+    return len;
+}
+
+/* ------------------------------------------------------------------ */
+/* Rings                                                               */
+/* ------------------------------------------------------------------ */
+
+uint64_t tx_ring_setup(IxgbeTest *t, unsigned q, unsigned ndesc,
+                       unsigned wthresh)
+{
+    uint64_t ring = guest_alloc(&t->qs->alloc, ndesc * DESC_SIZE);
+
+    qtest_memset(t->qts, ring, 0, ndesc * DESC_SIZE);
+    wr(t, txq(q, IXGBE_TXQ_TDBAL), (uint32_t)ring);
+    wr(t, txq(q, IXGBE_TXQ_TDBAH), ring >> 32);
+    wr(t, txq(q, IXGBE_TXQ_TDLEN), ndesc * DESC_SIZE);
+    wr(t, txq(q, IXGBE_TXQ_TDH), 0);
+    wr(t, txq(q, IXGBE_TXQ_TDT), 0);
+    wr(t, IXGBE_DMATXCTL, rd(t, IXGBE_DMATXCTL) | IXGBE_DMATXCTL_TE);
+    wr(t, txq(q, IXGBE_TXQ_TXDCTL),
+       IXGBE_TXDCTL_ENABLE | (wthresh << IXGBE_TXDCTL_WTHRESH_SHIFT));
+    g_assert_cmphex(rd(t, txq(q, IXGBE_TXQ_TXDCTL)) & IXGBE_TXDCTL_ENABLE,
+                    ==, IXGBE_TXDCTL_ENABLE);
+    return ring;
+}
+
+/* Advanced data descriptor for len bytes at buf; cmd adds EOP/RS */
+void tx_put_data(IxgbeTest *t, uint64_t ring, unsigned idx,
+                 uint64_t buf, uint32_t len, uint32_t paylen,
+                 uint32_t cmd)
+{
+    uint8_t d[DESC_SIZE];
+
+    stq_le_p(d, buf);
+    stl_le_p(d + 8, len | IXGBE_TXD_DTYP_DATA | IXGBE_TXD_CMD_DEXT |
+             IXGBE_TXD_CMD_IFCS | cmd);
+    stl_le_p(d + 12, paylen << TXD_PAYLEN_SHIFT);
+    qtest_memwrite(t->qts, ring + idx * DESC_SIZE, d, sizeof(d));
+}
+
+bool tx_dd(IxgbeTest *t, uint64_t ring, unsigned idx)
+{
+    return qtest_readb(t->qts, ring + idx * DESC_SIZE + 12) &
+           IXGBE_TXD_STA_DD;
+}
+
+/* Copy a frame into a fresh guest buffer */
+uint64_t guest_frame(IxgbeTest *t, const uint8_t *frame, size_t len)
+{
+    uint64_t buf = guest_alloc(&t->qs->alloc, len);
+
+    qtest_memwrite(t->qts, buf, frame, len);
+    return buf;
+}
+
+/* Receive path common to all queues: filters, CRC strip, RXEN */
+void rx_enable(IxgbeTest *t)
+{
+    wr(t, IXGBE_HLREG0, rd(t, IXGBE_HLREG0) | IXGBE_HLREG0_RXCRCSTRP);
+    wr(t, IXGBE_FCTRL, IXGBE_FCTRL_BAM);
+    wr(t, IXGBE_RXCTRL, IXGBE_RXCTRL_RXEN);
+}
+
+void rx_ring_setup(IxgbeTest *t, RxRing *r, unsigned q, unsigned ndesc)
+{
+    r->queue = q;
+    r->ndesc = ndesc;
+    r->next = 0;
+    r->ring = guest_alloc(&t->qs->alloc, ndesc * DESC_SIZE);
+    r->bufs = guest_alloc(&t->qs->alloc, ndesc * RX_BUF_SIZE);
+    qtest_memset(t->qts, r->bufs, 0, ndesc * RX_BUF_SIZE);
+    for (unsigned i = 0; i < ndesc; i++) {
+        uint8_t d[DESC_SIZE] = { 0 };
+
+        stq_le_p(d, r->bufs + i * RX_BUF_SIZE);
+        qtest_memwrite(t->qts, r->ring + i * DESC_SIZE, d, sizeof(d));
+    }
+    wr(t, rxq(q, IXGBE_RXQ_RDBAL), (uint32_t)r->ring);
+    wr(t, rxq(q, IXGBE_RXQ_RDBAH), r->ring >> 32);
+    wr(t, rxq(q, IXGBE_RXQ_RDLEN), ndesc * DESC_SIZE);
+    wr(t, rxq(q, IXGBE_RXQ_SRRCTL),
+       SRRCTL_DESCTYPE_ADV_ONEBUF | (RX_BUF_SIZE / KiB));
+    wr(t, rxq(q, IXGBE_RXQ_RDH), 0);
+    wr(t, rxq(q, IXGBE_RXQ_RXDCTL), IXGBE_RXDCTL_ENABLE);
+    g_assert_cmphex(rd(t, rxq(q, IXGBE_RXQ_RXDCTL)) & IXGBE_RXDCTL_ENABLE,
+                    ==, IXGBE_RXDCTL_ENABLE);
+    /* All but one descriptor belong to the device */
+    wr(t, rxq(q, IXGBE_RXQ_RDT), ndesc - 1);
+}
+
+bool rx_desc_done(IxgbeTest *t, const RxRing *r, unsigned idx,
+                  uint8_t *wb)
+{
+    qtest_memread(t->qts, r->ring + idx * DESC_SIZE, wb, DESC_SIZE);
+    return ldl_le_p(wb + 8) & IXGBE_RXD_STAT_DD;
+}
+
+/*
+ * Wait until the device completes the next descriptor of one of the rings;
+ * return that ring's index (and the write-back in wb), or -1 on timeout.
+ */
+int rx_wait_any(IxgbeTest *t, RxRing *rings, unsigned nrings,
+                uint8_t *wb)
+{
+    gint64 end = g_get_monotonic_time() + WAIT_US;
+
+    do {
+        for (unsigned i = 0; i < nrings; i++) {
+            if (rings[i].next < rings[i].ndesc &&
+                rx_desc_done(t, &rings[i], rings[i].next, wb)) {
+                rings[i].next++;
+                return i;
+            }
+        }
+        g_usleep(1000);
+    } while (g_get_monotonic_time() < end);
+    return -1;
+}
+
+void rx_wait(IxgbeTest *t, RxRing *r, uint8_t *wb)
+{
+    g_assert_cmpint(rx_wait_any(t, r, 1, wb), ==, 0);
+}
+
+uint32_t rx_wb_status(const uint8_t *wb)
+{
+    return ldl_le_p(wb + 8);
+}
+
+uint32_t rx_wb_hash(const uint8_t *wb)
+{
+    return ldl_le_p(wb + 4);
+}
+
+uint32_t rx_wb_rss_type(const uint8_t *wb)
+{
+    return ldl_le_p(wb) & 0xf;
+}
+
+uint32_t rx_wb_length(const uint8_t *wb)
+{
+    return lduw_le_p(wb + 12);
+}
+
+void rx_check_data(IxgbeTest *t, const RxRing *r, unsigned idx,
+                   const uint8_t *data, size_t len)
+{
+    g_autofree uint8_t *got = g_malloc(len);
+
+    qtest_memread(t->qts, r->bufs + idx * RX_BUF_SIZE, got, len);
+    g_assert_cmpmem(got, len, data, len);
+}
+
+/* ------------------------------------------------------------------ */
+/* PCI Express native hot-plug, as the OS's hot-plug driver does it    */
+/* ------------------------------------------------------------------ */
+
+void wait_device_deleted(QTestState *qts, const char *id)
+{
+    for (;;) {
+        QDict *resp = qtest_qmp_eventwait_ref(qts, "DEVICE_DELETED");
+        QDict *data = qdict_get_qdict(resp, "data");
+        bool match = data && qdict_haskey(data, "device") &&
+                     !strcmp(qdict_get_str(data, "device"), id);
+
+        qobject_unref(resp);
+        if (match) {
+            return;
+        }
+    }
+}
+
+/* Act as the OS's hot-plug driver: set the slot's power and indicator */
+void slot_power(QPCIDevice *port, uint8_t exp, bool on)
+{
+    uint16_t ctl = qpci_config_readw(port, exp + PCI_EXP_SLTCTL);
+
+    ctl &= ~(PCI_EXP_SLTCTL_PCC | PCI_EXP_SLTCTL_PIC);
+    ctl |= on ? PCI_EXP_SLTCTL_PWR_ON | PCI_EXP_SLTCTL_PWR_IND_ON
+              : PCI_EXP_SLTCTL_PWR_OFF | PCI_EXP_SLTCTL_PWR_IND_OFF;
+    qpci_config_writew(port, exp + PCI_EXP_SLTCTL, ctl);
+}
+
+void slot_ack_events(QPCIDevice *port, uint8_t exp)
+{
+    qpci_config_writew(port, exp + PCI_EXP_SLTSTA,
+                       PCI_EXP_SLTSTA_ABP | PCI_EXP_SLTSTA_PDC |
+                       PCI_EXP_SLTSTA_CC | PCI_EXP_SLTSTA_DLLSC);
+}
