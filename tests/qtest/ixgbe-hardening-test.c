@@ -565,6 +565,23 @@ static void patch_stream(const char *path, const uint8_t *pat, size_t len,
     g_assert_true(g_file_set_contents(path, data, size, NULL));
 }
 
+/*
+ * Replace the unique occurrence of sentinel in the saved stream with bad:
+ * the destination must refuse the stream and stay up.
+ */
+static void assert_corrupt_load_fails(const char *path,
+                                      const uint8_t *sentinel,
+                                      const uint8_t *bad, size_t len)
+{
+    IxgbeTest dst;
+
+    patch_stream(path, sentinel, len, bad);
+    g_assert_false(load_from_file(&dst, path));
+    qtest_qmp_assert_success(dst.qts, "{'execute': 'query-status'}");
+    ixgbe_test_stop(&dst);
+    unlink(path);
+}
+
 /* A clean round trip loads: the harness itself works */
 static void test_migration_roundtrip(void)
 {
@@ -587,7 +604,7 @@ static void test_migration_bad_ioaddr(void)
     static const uint8_t sentinel[4] = { 0x00, 0x01, 0xfe, 0xdc };
     static const uint8_t bad[4] = { 0x00, 0x02, 0x00, 0x00 };
     g_autofree char *path = NULL;
-    IxgbeTest src, dst;
+    IxgbeTest src;
     QPCIBar io;
 
     ixgbe_test_start(&src);
@@ -596,11 +613,7 @@ static void test_migration_bad_ioaddr(void)
     path = save_to_file(&src);
     ixgbe_test_stop(&src);
 
-    patch_stream(path, sentinel, sizeof(sentinel), bad);
-    g_assert_false(load_from_file(&dst, path));
-    qtest_qmp_assert_success(dst.qts, "{'execute': 'query-status'}");
-    ixgbe_test_stop(&dst);
-    unlink(path);
+    assert_corrupt_load_fails(path, sentinel, bad, sizeof(bad));
 }
 
 /*
@@ -613,7 +626,7 @@ static void test_migration_bad_writeback(void)
     static const uint8_t bad[8] = { 0xff, 0xff, 0xff, 0xf0, 0, 0, 0x0a, 0xbc };
     g_autofree char *path = NULL;
     uint8_t frame[128], got[256];
-    IxgbeTest src, dst;
+    IxgbeTest src;
     uint64_t ring, buf;
     size_t len;
 
@@ -633,11 +646,7 @@ static void test_migration_bad_writeback(void)
     path = save_to_file(&src);
     ixgbe_test_stop(&src);
 
-    patch_stream(path, sentinel, sizeof(sentinel), bad);
-    g_assert_false(load_from_file(&dst, path));
-    qtest_qmp_assert_success(dst.qts, "{'execute': 'query-status'}");
-    ixgbe_test_stop(&dst);
-    unlink(path);
+    assert_corrupt_load_fails(path, sentinel, bad, sizeof(bad));
 }
 
 /*
