@@ -53,7 +53,7 @@ typedef struct IxgbeRegDesc {
 static bool ixgbe_msix_mode(IxgbeCore *core)
 {
     return msix_enabled(core->owner) &&
-           (core->mac[IXGBE_GPIE >> 2] & IXGBE_GPIE_MSIX_MODE);
+           (ixgbe_get(core, IXGBE_GPIE) & IXGBE_GPIE_MSIX_MODE);
 }
 
 static uint32_t ixgbe_eicr_value(IxgbeCore *core)
@@ -71,7 +71,7 @@ static uint32_t ixgbe_eitr_interval_ns(IxgbeCore *core, unsigned vector)
 {
     hwaddr a = vector < 24 ? IXGBE_EITR_LO + vector * 4
                            : IXGBE_EITR_HI + (vector - 24) * 4;
-    uint32_t eitr = *ixgbe_reg(core, a);
+    uint32_t eitr = ixgbe_get(core, a);
 
     /* ITR interval field counts 2 us units in bits 11:3 */
     return ((eitr & IXGBE_EITR_INTERVAL_MASK) >> 3) * 2 * SCALE_US;
@@ -79,7 +79,7 @@ static uint32_t ixgbe_eitr_interval_ns(IxgbeCore *core, unsigned vector)
 
 static int ixgbe_other_vector(IxgbeCore *core)
 {
-    uint32_t ent = (core->mac[IXGBE_IVAR_MISC >> 2] >> 8) & 0xFF;
+    uint32_t ent = (ixgbe_get(core, IXGBE_IVAR_MISC) >> 8) & 0xFF;
 
     return (ent & IXGBE_IVAR_VALID) ? (int)(ent & IXGBE_IVAR_VECTOR_MASK) : -1;
 }
@@ -95,7 +95,7 @@ static bool ixgbe_legacy_pending(IxgbeCore *core)
 /* The IVAR byte that routes a queue's RX or TX cause */
 static uint32_t ixgbe_ivar_entry(IxgbeCore *core, unsigned queue, bool is_tx)
 {
-    uint32_t ivar = core->mac[(IXGBE_IVAR0 >> 2) + queue / 2];
+    uint32_t ivar = ixgbe_get(core, IXGBE_IVAR0 + (queue / 2) * 4);
 
     return (ivar >> ((queue & 1) * 16 + (is_tx ? 8 : 0))) & 0xFF;
 }
@@ -130,8 +130,8 @@ static void ixgbe_arm_vector(IxgbeCore *core, unsigned v)
 /* Signal MSI-X vector v now: flush write-backs, auto-clear, auto-mask */
 static void ixgbe_msix_fire(IxgbeCore *core, unsigned v)
 {
-    uint32_t gpie = core->mac[IXGBE_GPIE >> 2];
-    uint32_t eiac = core->mac[IXGBE_EIAC >> 2];
+    uint32_t gpie = ixgbe_get(core, IXGBE_GPIE);
+    uint32_t eiac = ixgbe_get(core, IXGBE_EIAC);
     uint64_t bit = BIT_ULL(v);
 
     ixgbe_flush_tx_writeback_for(core, v);
@@ -143,7 +143,7 @@ static void ixgbe_msix_fire(IxgbeCore *core, unsigned v)
         core->vec_mask &= ~(core->vec_automask & bit);
     }
     if (ixgbe_other_vector(core) == (int)v) {
-        uint32_t eiam = core->mac[IXGBE_EIAM >> 2] & IXGBE_EICR_MISC_CAUSES;
+        uint32_t eiam = ixgbe_get(core, IXGBE_EIAM) & IXGBE_EICR_MISC_CAUSES;
 
         if (!(gpie & IXGBE_GPIE_OCD)) {
             core->oth_cause &= ~(eiac & IXGBE_EICR_MISC_CAUSES);
@@ -314,7 +314,7 @@ static void ixgbe_write_eiam(IxgbeCore *core, hwaddr addr, uint32_t val,
 
 static uint32_t ixgbe_read_eiam(IxgbeCore *core, hwaddr addr)
 {
-    return (*ixgbe_reg(core, addr) & ~IXGBE_EICR_RTX_QUEUE) |
+    return (ixgbe_get(core, addr) & ~IXGBE_EICR_RTX_QUEUE) |
            (uint32_t)(core->vec_automask & IXGBE_EICR_RTX_QUEUE);
 }
 
@@ -416,7 +416,7 @@ static bool ixgbe_link_up(IxgbeCore *core)
     NetClientState *nc = qemu_get_queue(core->nic);
 
     return !nc->link_down ||
-           (core->mac[IXGBE_AUTOC >> 2] & IXGBE_AUTOC_FLU);
+           (ixgbe_get(core, IXGBE_AUTOC) & IXGBE_AUTOC_FLU);
 }
 
 static uint32_t ixgbe_read_status(IxgbeCore *core, hwaddr addr)
@@ -426,7 +426,7 @@ static uint32_t ixgbe_read_status(IxgbeCore *core, hwaddr addr)
     if (ixgbe_link_up(core)) {
         v |= IXGBE_STATUS_LINK_UP;
     }
-    if (!(core->mac[IXGBE_CTRL >> 2] & IXGBE_CTRL_GIO_DIS)) {
+    if (!(ixgbe_get(core, IXGBE_CTRL) & IXGBE_CTRL_GIO_DIS)) {
         v |= IXGBE_STATUS_GIO;
     }
     return v;
@@ -442,7 +442,7 @@ static uint32_t ixgbe_read_links(IxgbeCore *core, hwaddr addr)
 
 static uint32_t ixgbe_read_eec(IxgbeCore *core, hwaddr addr)
 {
-    uint32_t v = *ixgbe_reg(core, addr);
+    uint32_t v = ixgbe_get(core, addr);
 
     v |= IXGBE_EEC_PRES | IXGBE_EEC_ARD |
          (IXGBE_EEC_SIZE_FIELD << IXGBE_EEC_SIZE_SHIFT);
@@ -476,7 +476,7 @@ static void ixgbe_write_eerd(IxgbeCore *core, hwaddr addr, uint32_t val,
 /* SWSM.SMBI is a hardware semaphore: a read returns it and then sets it */
 static uint32_t ixgbe_read_swsm(IxgbeCore *core, hwaddr addr)
 {
-    uint32_t v = *ixgbe_reg(core, addr);
+    uint32_t v = ixgbe_get(core, addr);
 
     *ixgbe_reg(core, addr) = v | IXGBE_SWSM_SMBI;
     return v;
@@ -488,8 +488,9 @@ static void ixgbe_write_msca(IxgbeCore *core, hwaddr addr, uint32_t val,
     /* No PHY behind the MDIO interface: commands complete, reads 0xFFFF */
     *ixgbe_reg(core, addr) = val & ~IXGBE_MSCA_MDI_COMMAND;
     if (val & IXGBE_MSCA_MDI_COMMAND) {
-        core->mac[IXGBE_MSRWD >> 2] = (core->mac[IXGBE_MSRWD >> 2] & 0xFFFF) |
-                                      (0xFFFFu << IXGBE_MSRWD_READ_SHIFT);
+        uint32_t *msrwd = ixgbe_reg(core, IXGBE_MSRWD);
+
+        *msrwd = (*msrwd & 0xFFFF) | (0xFFFFu << IXGBE_MSRWD_READ_SHIFT);
     }
 }
 
@@ -513,7 +514,7 @@ static void ixgbe_write_fdircmd(IxgbeCore *core, hwaddr addr, uint32_t val,
 
 static uint32_t ixgbe_read_rdrxctl(IxgbeCore *core, hwaddr addr)
 {
-    return *ixgbe_reg(core, addr) | IXGBE_RDRXCTL_DMAIDONE;
+    return ixgbe_get(core, addr) | IXGBE_RDRXCTL_DMAIDONE;
 }
 
 /* ------------------------------------------------------------------ */
@@ -861,14 +862,14 @@ uint64_t ixgbe_core_read(IxgbeCore *core, hwaddr addr, unsigned size)
     addr = ixgbe_canonical(addr & ~3ULL);
     d = ixgbe_reg_desc(addr);
     if (!d) {
-        val = *ixgbe_reg(core, addr);
+        val = ixgbe_get(core, addr);
         trace_ixgbe_reg_unmodelled(addr, val, false);
         return val;
     }
     if (d->read) {
         val = d->read(core, addr);
     } else {
-        val = *ixgbe_reg(core, addr);
+        val = ixgbe_get(core, addr);
         if (d->flags & IXGBE_RF_RC) {
             *ixgbe_reg(core, addr) = 0;
         }
@@ -885,7 +886,7 @@ void ixgbe_core_write(IxgbeCore *core, hwaddr addr, uint64_t val64,
 
     addr = ixgbe_canonical(addr & ~3ULL);
     d = ixgbe_reg_desc(addr);
-    old = *ixgbe_reg(core, addr);
+    old = ixgbe_get(core, addr);
     if (!d) {
         /* Plain storage, so that a driver reads back what it wrote */
         trace_ixgbe_reg_unmodelled(addr, val, true);
@@ -937,9 +938,9 @@ static void ixgbe_load_mac_address(IxgbeCore *core)
 {
     const uint8_t *m = core->permanent_mac;
 
-    core->mac[IXGBE_RAL0 >> 2] = m[0] | (m[1] << 8) | (m[2] << 16) |
+    *ixgbe_reg(core, IXGBE_RAL0) = m[0] | (m[1] << 8) | (m[2] << 16) |
                                  ((uint32_t)m[3] << 24);
-    core->mac[(IXGBE_RAL0 + 4) >> 2] = m[4] | (m[5] << 8) | IXGBE_RAH_AV;
+    *ixgbe_reg(core, IXGBE_RAL0 + 4) = m[4] | (m[5] << 8) | IXGBE_RAH_AV;
 }
 
 static void ixgbe_reset_state(IxgbeCore *core)
@@ -949,7 +950,7 @@ static void ixgbe_reset_state(IxgbeCore *core)
         const IxgbeRegDesc *d = &ixgbe_reg_table[i];
 
         for (unsigned n = 0; n < d->count; n++) {
-            core->mac[(d->base + (hwaddr)n * d->stride) >> 2] = d->reset;
+            *ixgbe_reg(core, d->base + (hwaddr)n * d->stride) = d->reset;
         }
     }
     ixgbe_load_mac_address(core);
@@ -1030,7 +1031,7 @@ static bool ixgbe_regs_valid(IxgbeCore *core)
         }
         for (unsigned n = 0; n < d->count; n++) {
             hwaddr a = d->base + (hwaddr)n * d->stride;
-            uint32_t v = *ixgbe_reg(core, a);
+            uint32_t v = ixgbe_get(core, a);
 
             if ((v ^ d->reset) & ~d->wmask) {
                 error_report("ixgbe: migrated %s (0x%05" HWADDR_PRIx

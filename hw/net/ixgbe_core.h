@@ -115,9 +115,15 @@ static inline hwaddr ixgbe_txq_reg(unsigned queue, hwaddr reg)
     return IXGBE_TXQ_BASE + queue * IXGBE_TXQ_STRIDE + reg;
 }
 
+/* The register at addr: ixgbe_reg() to update it, ixgbe_get() to read it */
 static inline uint32_t *ixgbe_reg(IxgbeCore *core, hwaddr addr)
 {
     return &core->mac[addr >> 2];
+}
+
+static inline uint32_t ixgbe_get(IxgbeCore *core, hwaddr addr)
+{
+    return core->mac[addr >> 2];
 }
 
 #endif

@@ -39,25 +39,21 @@
 /* Buffers the largest frame (MAXFRS, VLAN tag and CRC kept) can need */
 #define IXGBE_RX_MAX_BUFS       DIV_ROUND_UP(0xFFFF + 8, KiB)
 
-static inline uint32_t *reg(IxgbeCore *core, hwaddr addr)
-{
-    return ixgbe_reg(core, addr);
-}
-
 /* Add to a 64-bit counter kept as low/high register pair */
 static void ixgbe_stat64_add(IxgbeCore *core, hwaddr lo, uint64_t n)
 {
-    uint64_t v = *reg(core, lo) | ((uint64_t)*reg(core, lo + 4) << 32);
+    uint64_t v = ixgbe_get(core, lo) |
+                 ((uint64_t)ixgbe_get(core, lo + 4) << 32);
 
     v += n;
-    *reg(core, lo) = (uint32_t)v;
-    *reg(core, lo + 4) = v >> 32;
+    *ixgbe_reg(core, lo) = (uint32_t)v;
+    *ixgbe_reg(core, lo + 4) = v >> 32;
 }
 
 static void ixgbe_stat_inc(IxgbeCore *core, hwaddr addr)
 {
-    if (*reg(core, addr) != UINT32_MAX) {
-        (*reg(core, addr))++;
+    if (ixgbe_get(core, addr) != UINT32_MAX) {
+        (*ixgbe_reg(core, addr))++;
     }
 }
 
@@ -76,7 +72,7 @@ static void ixgbe_size_stat(IxgbeCore *core, hwaddr base, size_t len)
 static unsigned ixgbe_queue_stat_index(IxgbeCore *core, hwaddr map0,
                                        unsigned q)
 {
-    return (*reg(core, map0 + (q / 4) * 4) >> ((q % 4) * 8)) & 0xF;
+    return (ixgbe_get(core, map0 + (q / 4) * 4) >> ((q % 4) * 8)) & 0xF;
 }
 
 /* ------------------------------------------------------------------ */
@@ -101,13 +97,13 @@ static void ixgbe_ring_init(IxgbeCore *core, IxgbeRing *r, bool tx,
 
     r->kind = tx ? "txq" : "rxq";
     r->queue = q;
-    r->base = ((uint64_t)*reg(core, bal + 4) << 32) | *reg(core, bal);
-    r->n = *reg(core, tx ? ixgbe_txq_reg(q, IXGBE_TXQ_TDLEN)
+    r->base = ((uint64_t)ixgbe_get(core, bal + 4) << 32) | ixgbe_get(core, bal);
+    r->n = ixgbe_get(core, tx ? ixgbe_txq_reg(q, IXGBE_TXQ_TDLEN)
                          : ixgbe_rxq_reg(q, IXGBE_RXQ_RDLEN)) /
            IXGBE_DESC_SIZE;
-    r->head = reg(core, tx ? ixgbe_txq_reg(q, IXGBE_TXQ_TDH)
+    r->head = ixgbe_reg(core, tx ? ixgbe_txq_reg(q, IXGBE_TXQ_TDH)
                            : ixgbe_rxq_reg(q, IXGBE_RXQ_RDH));
-    r->tail = *reg(core, tx ? ixgbe_txq_reg(q, IXGBE_TXQ_TDT)
+    r->tail = ixgbe_get(core, tx ? ixgbe_txq_reg(q, IXGBE_TXQ_TDT)
                             : ixgbe_rxq_reg(q, IXGBE_RXQ_RDT));
 }
 
@@ -219,12 +215,12 @@ static bool ixgbe_tx_offloads(IxgbeCore *core, IxgbeTxQueue *txq,
 {
     uint32_t cmd = txq->first_cmd, olinfo = txq->first_olinfo;
     IxgbeTxContext *ctx = &txq->ctx[(olinfo >> IXGBE_TXD_IDX_SHIFT) & 1];
+    uint16_t tpid = ixgbe_get(core, IXGBE_VLNCTRL) & 0xFFFF;
 
     if (!(cmd & IXGBE_TXD_CMD_DEXT)) {
         /* Legacy descriptor: VLAN from the special field */
         if (cmd & IXGBE_TXD_CMD_VLE) {
-            net_tx_pkt_setup_vlan_header_ex(pkt, olinfo >> 16,
-                                            *reg(core, IXGBE_VLNCTRL) & 0xFFFF);
+            net_tx_pkt_setup_vlan_header_ex(pkt, olinfo >> 16, tpid);
         }
         /*
          * IC asks for the checksum from CSS stored at CSO: the TCP/UDP
@@ -236,10 +232,8 @@ static bool ixgbe_tx_offloads(IxgbeCore *core, IxgbeTxQueue *txq,
         return true;
     }
     if (cmd & IXGBE_TXD_CMD_VLE) {
-        net_tx_pkt_setup_vlan_header_ex(pkt,
-                                        ctx->vlan_macip_lens >>
-                                        IXGBE_TXCTX_VLAN_SHIFT,
-                                        *reg(core, IXGBE_VLNCTRL) & 0xFFFF);
+        net_tx_pkt_setup_vlan_header_ex(pkt, ctx->vlan_macip_lens >>
+                                        IXGBE_TXCTX_VLAN_SHIFT, tpid);
     }
     if (cmd & IXGBE_TXD_CMD_TSE) {
         uint32_t mss = ctx->mss_l4len_idx >> IXGBE_TXCTX_MSS_SHIFT;
@@ -322,7 +316,7 @@ static void ixgbe_tx_send(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq)
     IxgbeTxOut out = {
         .core = core,
         .queue = q,
-        .loopback = *reg(core, IXGBE_HLREG0) & IXGBE_HLREG0_LPBK,
+        .loopback = ixgbe_get(core, IXGBE_HLREG0) & IXGBE_HLREG0_LPBK,
     };
 
     if (ixgbe_tx_map(core, q, txq)) {
@@ -413,16 +407,17 @@ static void ixgbe_tx_set_dd(IxgbeCore *core, const IxgbeRing *r, uint32_t idx)
 /* Head write-back replaces descriptor write-back when TDWBAL bit 0 is set */
 static bool ixgbe_tx_head_wb(IxgbeCore *core, unsigned q)
 {
-    uint32_t lo = *reg(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDWBAL));
+    uint32_t lo = ixgbe_get(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDWBAL));
     uint32_t head;
     uint64_t addr;
 
     if (!(lo & IXGBE_TDWBAL_HEAD_WB_EN)) {
         return false;
     }
-    addr = ((uint64_t)*reg(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDWBAH)) << 32) |
+    addr = ((uint64_t)ixgbe_get(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDWBAH))
+            << 32) |
            (lo & ~3u);
-    head = cpu_to_le32(*reg(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDH)));
+    head = cpu_to_le32(ixgbe_get(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDH)));
     pci_dma_write(core->owner, addr, &head, sizeof(head));
     return true;
 }
@@ -451,13 +446,13 @@ void ixgbe_tx_kick(IxgbeCore *core, unsigned q)
 {
     IxgbeTxQueue *txq = &core->txq[q];
     IxgbeTxDesc burst[IXGBE_TX_BURST];
-    uint32_t txdctl = *reg(core, ixgbe_txq_reg(q, IXGBE_TXQ_TXDCTL));
+    uint32_t txdctl = ixgbe_get(core, ixgbe_txq_reg(q, IXGBE_TXQ_TXDCTL));
     uint32_t wthresh = (txdctl >> IXGBE_TXDCTL_WTHRESH_SHIFT) &
                        IXGBE_TXDCTL_WTHRESH_MASK;
     bool done_any = false;
     IxgbeRing r;
 
-    if (!(*reg(core, IXGBE_DMATXCTL) & IXGBE_DMATXCTL_TE) ||
+    if (!(ixgbe_get(core, IXGBE_DMATXCTL) & IXGBE_DMATXCTL_TE) ||
         !(txdctl & IXGBE_TXDCTL_ENABLE)) {
         return;
     }
@@ -505,15 +500,17 @@ void ixgbe_tx_kick(IxgbeCore *core, unsigned q)
 
 static bool ixgbe_rx_accept(IxgbeCore *core, const uint8_t *buf)
 {
-    uint32_t fctrl = *reg(core, IXGBE_FCTRL);
-    uint32_t vlnctrl = *reg(core, IXGBE_VLNCTRL);
+    uint32_t fctrl = ixgbe_get(core, IXGBE_FCTRL);
+    uint32_t vlnctrl = ixgbe_get(core, IXGBE_VLNCTRL);
     const struct eth_header *eh = (const struct eth_header *)buf;
 
     if ((vlnctrl & IXGBE_VLNCTRL_VFE) &&
         be16_to_cpu(eh->h_proto) == (vlnctrl & 0xFFFF)) {
         uint16_t vid = lduw_be_p(buf + 14) & 0xFFF;
 
-        if (!(*reg(core, IXGBE_VFTA0 + (vid >> 5) * 4) & BIT(vid & 0x1F))) {
+        uint32_t vfta = ixgbe_get(core, IXGBE_VFTA0 + (vid >> 5) * 4);
+
+        if (!(vfta & BIT(vid & 0x1F))) {
             return false;
         }
     }
@@ -521,7 +518,7 @@ static bool ixgbe_rx_accept(IxgbeCore *core, const uint8_t *buf)
         return fctrl & IXGBE_FCTRL_BAM;
     }
     if (is_multicast_ether_addr(buf)) {
-        uint32_t mc = *reg(core, IXGBE_MCSTCTRL);
+        uint32_t mc = ixgbe_get(core, IXGBE_MCSTCTRL);
         static const int shift[] = { 4, 3, 2, 0 };
         uint32_t hash;
 
@@ -533,14 +530,14 @@ static bool ixgbe_rx_accept(IxgbeCore *core, const uint8_t *buf)
         }
         hash = ((buf[4] >> shift[mc & IXGBE_MCSTCTRL_MO_MASK]) |
                 (buf[5] << (8 - shift[mc & IXGBE_MCSTCTRL_MO_MASK]))) & 0xFFF;
-        return *reg(core, IXGBE_MTA0 + (hash >> 5) * 4) & BIT(hash & 0x1F);
+        return ixgbe_get(core, IXGBE_MTA0 + (hash >> 5) * 4) & BIT(hash & 0x1F);
     }
     if (fctrl & IXGBE_FCTRL_UPE) {
         return true;
     }
     for (unsigned i = 0; i < IXGBE_RAR_ENTRIES; i++) {
-        uint32_t ral = *reg(core, IXGBE_RAL0 + i * 8);
-        uint32_t rah = *reg(core, IXGBE_RAL0 + i * 8 + 4);
+        uint32_t ral = ixgbe_get(core, IXGBE_RAL0 + i * 8);
+        uint32_t rah = ixgbe_get(core, IXGBE_RAL0 + i * 8 + 4);
 
         if ((rah & IXGBE_RAH_AV) && ldl_le_p(buf) == ral &&
             lduw_le_p(buf + 4) == (rah & 0xFFFF)) {
@@ -562,7 +559,7 @@ typedef struct IxgbeRxInfo {
 static int ixgbe_rss_type(IxgbeCore *core, bool ip4, bool ip6,
                           EthL4HdrProto l4, NetRxPktRssType *type)
 {
-    uint32_t mrqc = *reg(core, IXGBE_MRQC);
+    uint32_t mrqc = ixgbe_get(core, IXGBE_MRQC);
 
     if (ip4) {
         if (l4 == ETH_L4_HDR_PROTO_TCP && (mrqc & IXGBE_MRQC_TCPIPV4)) {
@@ -637,7 +634,8 @@ static void ixgbe_rx_classify(IxgbeCore *core, IxgbeRxInfo *info)
         }
     }
 
-    if ((*reg(core, IXGBE_MRQC) & IXGBE_MRQC_MRQE_MASK) != IXGBE_MRQC_RSS) {
+    if ((ixgbe_get(core, IXGBE_MRQC) & IXGBE_MRQC_MRQE_MASK) !=
+        IXGBE_MRQC_RSS) {
         return;
     }
     info->rss_type = ixgbe_rss_type(core, ip4, ip6, l4, &type);
@@ -645,13 +643,13 @@ static void ixgbe_rx_classify(IxgbeCore *core, IxgbeRxInfo *info)
         return;
     }
     for (unsigned i = 0; i < IXGBE_RSS_KEY_SIZE; i++) {
-        key[i] = *reg(core, IXGBE_RSSRK0 + (i & ~3u)) >> ((i & 3) * 8);
+        key[i] = ixgbe_get(core, IXGBE_RSSRK0 + (i & ~3u)) >> ((i & 3) * 8);
     }
     info->hash = net_rx_pkt_calc_rss_hash(pkt, type, key);
     {
         unsigned idx = info->hash & (IXGBE_RETA_ENTRIES - 1);
 
-        info->queue = (*reg(core, IXGBE_RETA0 + (idx & ~3u)) >>
+        info->queue = (ixgbe_get(core, IXGBE_RETA0 + (idx & ~3u)) >>
                        ((idx & 3) * 8)) & 0xF;
     }
 }
@@ -705,7 +703,7 @@ static void ixgbe_rx_drop(IxgbeCore *core, unsigned q)
 
 bool ixgbe_rx_can_receive(IxgbeCore *core)
 {
-    return (*reg(core, IXGBE_RXCTRL) & IXGBE_RXCTRL_RXEN) &&
+    return (ixgbe_get(core, IXGBE_RXCTRL) & IXGBE_RXCTRL_RXEN) &&
            (core->owner->config[PCI_COMMAND] & PCI_COMMAND_MASTER);
 }
 
@@ -737,11 +735,12 @@ typedef enum IxgbeRxResult {
 } IxgbeRxResult;
 
 /* Write one frame (data already linear in buf) into queue q's ring */
-static IxgbeRxResult ixgbe_rx_to_ring(IxgbeCore *core, unsigned q, const uint8_t *buf,
-                             size_t len, const IxgbeRxInfo *info,
-                             uint16_t vlan_tag, bool stripped)
+static IxgbeRxResult ixgbe_rx_to_ring(IxgbeCore *core, unsigned q,
+                                      const uint8_t *buf, size_t len,
+                                      const IxgbeRxInfo *info,
+                                      uint16_t vlan_tag, bool stripped)
 {
-    uint32_t srrctl = *reg(core, ixgbe_rxq_reg(q, IXGBE_RXQ_SRRCTL));
+    uint32_t srrctl = ixgbe_get(core, ixgbe_rxq_reg(q, IXGBE_RXQ_SRRCTL));
     unsigned bufsz = ixgbe_rx_buf_size(srrctl);
     bool legacy = ((srrctl >> IXGBE_SRRCTL_DESCTYPE_SHIFT) &
                    IXGBE_SRRCTL_DESCTYPE_MASK) == IXGBE_SRRCTL_DESCTYPE_LEGACY;
@@ -805,7 +804,7 @@ ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
                          int iovcnt, bool loopback)
 {
     size_t size = iov_size(iov, iovcnt);
-    uint32_t hlreg0 = *reg(core, IXGBE_HLREG0);
+    uint32_t hlreg0 = ixgbe_get(core, IXGBE_HLREG0);
     size_t max_frame, len, wire;
     g_autofree uint8_t *buf = NULL;
     IxgbeRxInfo info;
@@ -814,7 +813,7 @@ ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
     uint32_t rxdctl;
     unsigned q;
 
-    if (!(*reg(core, IXGBE_RXCTRL) & IXGBE_RXCTRL_RXEN)) {
+    if (!(ixgbe_get(core, IXGBE_RXCTRL) & IXGBE_RXCTRL_RXEN)) {
         return size;
     }
     if (!loopback && (hlreg0 & IXGBE_HLREG0_LPBK)) {
@@ -828,12 +827,12 @@ ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
     buf = g_malloc0(len + 4);
     iov_to_buf(iov, iovcnt, 0, buf, size);
 
-    has_vlan = lduw_be_p(buf + 12) == (*reg(core, IXGBE_VLNCTRL) & 0xFFFF);
+    has_vlan = lduw_be_p(buf + 12) == (ixgbe_get(core, IXGBE_VLNCTRL) & 0xFFFF);
     if (has_vlan) {
         vlan_tag = lduw_be_p(buf + 14);
     }
     max_frame = (hlreg0 & IXGBE_HLREG0_JUMBOEN) ?
-                *reg(core, IXGBE_MAXFRS) >> IXGBE_MAXFRS_MFS_SHIFT :
+                ixgbe_get(core, IXGBE_MAXFRS) >> IXGBE_MAXFRS_MFS_SHIFT :
                 IXGBE_STD_FRAME;
     if (len + 4 > max_frame + (has_vlan ? 4 : 0)) {
         ixgbe_stat_inc(core, IXGBE_ROC);
@@ -854,7 +853,7 @@ ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
     }
     ixgbe_rx_classify(core, &info);
     q = info.queue;
-    rxdctl = *reg(core, ixgbe_rxq_reg(q, IXGBE_RXQ_RXDCTL));
+    rxdctl = ixgbe_get(core, ixgbe_rxq_reg(q, IXGBE_RXQ_RXDCTL));
 
     if (!(rxdctl & IXGBE_RXDCTL_ENABLE)) {
         ixgbe_rx_drop(core, q);
