@@ -4,8 +4,8 @@
  *
  * Every register the model knows is described once, in ixgbe_reg_table:
  * offset, instance count and stride, reset value, writable bits, whether a
- * read clears it, and the handler for registers with side effects.
- * Registers not in the table behave as plain storage; accesses to them
+ * read clears it, the handler for registers with side effects, and which
+ * registers another address is an alias of.  Registers not in the table behave as plain storage; accesses to them
  * have a trace event of their own (ixgbe_reg_unmodelled).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -32,6 +32,7 @@ enum {
     IXGBE_RF_RC = 1 << 0,       /* read clears the register */
     IXGBE_RF_RAW = 1 << 1,      /* write handler stores the value itself */
     IXGBE_RF_HW = 1 << 2,       /* the device changes its read-only bits */
+    IXGBE_RF_ALIAS = 1 << 3,    /* another name for registers elsewhere */
 };
 
 typedef struct IxgbeRegDesc {
@@ -44,6 +45,8 @@ typedef struct IxgbeRegDesc {
     uint32_t flags;
     IxgbeReadFn read;
     IxgbeWriteFn write;
+    hwaddr alias;               /* IXGBE_RF_ALIAS: the first register... */
+    uint16_t alias_stride;      /* ...and the distance to the next */
 } IxgbeRegDesc;
 
 /* ------------------------------------------------------------------ */
@@ -596,6 +599,9 @@ static void ixgbe_write_dmatxctl(IxgbeCore *core, hwaddr addr, uint32_t val,
     REG(nm, b, cnt, str, rst, wm, 0, NULL, NULL)
 #define STAT(nm, b, cnt, str) \
     REG(nm, b, cnt, str, 0, 0, IXGBE_RF_RC, NULL, NULL)
+#define ALIAS(nm, b, cnt, str, to, to_str) \
+    { .name = nm, .base = b, .count = cnt, .stride = str, \
+      .flags = IXGBE_RF_ALIAS, .alias = to, .alias_stride = to_str }
 #define ALL 0xFFFFFFFFu
 
 static const IxgbeRegDesc ixgbe_reg_table[] = {
@@ -801,6 +807,14 @@ static const IxgbeRegDesc ixgbe_reg_table[] = {
     STAT("QPRDC", IXGBE_QPRDC0, 16, 0x40),
     STAT("QPTC", IXGBE_QPTC0, 16, 0x40),
     STAT("QBTC", IXGBE_QBTC0, 32, 4),
+
+    /* 82598-compatible addresses of the first sixteen instances */
+    ALIAS("SRRCTL", IXGBE_SRRCTL_ALIAS, 16, 4, RQ(IXGBE_RXQ_SRRCTL),
+          IXGBE_RXQ_STRIDE),
+    ALIAS("DCA_RXCTRL", IXGBE_DCA_ALIAS, 16, 4, RQ(IXGBE_RXQ_DCA),
+          IXGBE_RXQ_STRIDE),
+    ALIAS("RAL/RAH", IXGBE_RAL_ALIAS, 32, 4, IXGBE_RAL0, 4),
+    ALIAS("PSRTYPE", IXGBE_PSRTYPE_ALIAS, 16, 4, IXGBE_PSRTYPE0, 4),
 };
 
 /* Register index -> 1-based position in ixgbe_reg_table (0: not described) */
@@ -835,23 +849,19 @@ static const IxgbeRegDesc *ixgbe_reg_desc(hwaddr addr)
     return i ? &ixgbe_reg_table[i - 1] : NULL;
 }
 
-/* Map the 82598-compatible aliases onto the registers they stand for */
-static hwaddr ixgbe_canonical(hwaddr addr)
+/*
+ * The register at addr and its description; an alias resolves to the
+ * register it stands for.
+ */
+static const IxgbeRegDesc *ixgbe_resolve(hwaddr *addr)
 {
-    if (addr >= IXGBE_SRRCTL_ALIAS && addr < IXGBE_SRRCTL_ALIAS + 16 * 4) {
-        return ixgbe_rxq_reg((addr - IXGBE_SRRCTL_ALIAS) / 4,
-                             IXGBE_RXQ_SRRCTL);
+    const IxgbeRegDesc *d = ixgbe_reg_desc(*addr);
+
+    if (d && (d->flags & IXGBE_RF_ALIAS)) {
+        *addr = d->alias + (*addr - d->base) / d->stride * d->alias_stride;
+        d = ixgbe_reg_desc(*addr);
     }
-    if (addr >= IXGBE_DCA_ALIAS && addr < IXGBE_DCA_ALIAS + 16 * 4) {
-        return ixgbe_rxq_reg((addr - IXGBE_DCA_ALIAS) / 4, IXGBE_RXQ_DCA);
-    }
-    if (addr >= IXGBE_RAL_ALIAS && addr < IXGBE_RAL_ALIAS + 16 * 8) {
-        return IXGBE_RAL0 + (addr - IXGBE_RAL_ALIAS);
-    }
-    if (addr >= IXGBE_PSRTYPE_ALIAS && addr < IXGBE_PSRTYPE_ALIAS + 16 * 4) {
-        return IXGBE_PSRTYPE0 + (addr - IXGBE_PSRTYPE_ALIAS);
-    }
-    return addr;
+    return d;
 }
 
 uint64_t ixgbe_core_read(IxgbeCore *core, hwaddr addr, unsigned size)
@@ -859,8 +869,8 @@ uint64_t ixgbe_core_read(IxgbeCore *core, hwaddr addr, unsigned size)
     const IxgbeRegDesc *d;
     uint32_t val;
 
-    addr = ixgbe_canonical(addr & ~3ULL);
-    d = ixgbe_reg_desc(addr);
+    addr &= ~3ULL;
+    d = ixgbe_resolve(&addr);
     if (!d) {
         val = ixgbe_get(core, addr);
         trace_ixgbe_reg_unmodelled(addr, val, false);
@@ -884,8 +894,8 @@ void ixgbe_core_write(IxgbeCore *core, hwaddr addr, uint64_t val64,
     const IxgbeRegDesc *d;
     uint32_t val = val64, old;
 
-    addr = ixgbe_canonical(addr & ~3ULL);
-    d = ixgbe_reg_desc(addr);
+    addr &= ~3ULL;
+    d = ixgbe_resolve(&addr);
     old = ixgbe_get(core, addr);
     if (!d) {
         /* Plain storage, so that a driver reads back what it wrote */
@@ -949,6 +959,9 @@ static void ixgbe_reset_state(IxgbeCore *core)
     for (size_t i = 0; i < ARRAY_SIZE(ixgbe_reg_table); i++) {
         const IxgbeRegDesc *d = &ixgbe_reg_table[i];
 
+        if (d->flags & IXGBE_RF_ALIAS) {
+            continue;
+        }
         for (unsigned n = 0; n < d->count; n++) {
             *ixgbe_reg(core, d->base + (hwaddr)n * d->stride) = d->reset;
         }
@@ -1026,7 +1039,8 @@ static bool ixgbe_regs_valid(IxgbeCore *core)
     for (size_t i = 0; i < ARRAY_SIZE(ixgbe_reg_table); i++) {
         const IxgbeRegDesc *d = &ixgbe_reg_table[i];
 
-        if (d->flags & (IXGBE_RF_RC | IXGBE_RF_RAW | IXGBE_RF_HW)) {
+        if (d->flags & (IXGBE_RF_RC | IXGBE_RF_RAW | IXGBE_RF_HW |
+                        IXGBE_RF_ALIAS)) {
             continue;
         }
         for (unsigned n = 0; n < d->count; n++) {
