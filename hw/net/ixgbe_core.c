@@ -5,8 +5,9 @@
  * Every register the model knows is described once, in ixgbe_reg_table:
  * offset, instance count and stride, reset value, writable bits, whether a
  * read clears it, the handler for registers with side effects, and which
- * registers another address is an alias of.  Registers not in the table behave as plain storage; accesses to them
- * have a trace event of their own (ixgbe_reg_unmodelled).
+ * registers another address is an alias of.  Registers not in the table
+ * behave as plain storage; accesses to them have a trace event of their
+ * own (ixgbe_reg_unmodelled).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */

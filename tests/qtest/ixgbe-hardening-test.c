@@ -48,17 +48,14 @@ static int recv_skip_announce(IxgbeTest *t, uint8_t *buf, size_t size)
 static void assert_device_works(IxgbeTest *t)
 {
     uint8_t frame[128], got[256], wb[DESC_SIZE];
-    uint64_t ring, buf;
+    uint64_t ring;
     RxRing r;
     size_t len;
 
     g_assert_cmphex(rd(t, IXGBE_STATUS), !=, 0xffffffff);
     ring = tx_ring_setup(t, 0, 8, 0);
     len = build_frame(frame, peer_mac, 100, 0x5a);
-    buf = guest_frame(t, frame, len);
-    tx_put_data(t, ring, 0, buf, len, len,
-                IXGBE_TXD_CMD_EOP | IXGBE_TXD_CMD_RS);
-    wr(t, txq(0, IXGBE_TXQ_TDT), 1);
+    tx_send_frame(t, 0, ring, 0, frame, len);
     g_assert_cmpint(recv_skip_announce(t, got, sizeof(got)), ==, len);
     g_assert_cmpmem(got, len, frame, len);
     g_assert_true(tx_dd(t, ring, 0));
@@ -377,21 +374,16 @@ static void test_register_edges(void)
 /* The highest queue (127) transmits like queue 0 */
 static void test_last_queue(void)
 {
-    uint8_t frame[128], got[256];
-    uint64_t ring, buf;
+    uint8_t frame[128];
     IxgbeTest t;
+    uint64_t ring;
     size_t len;
 
     ixgbe_test_start(&t);
     ring = tx_ring_setup(&t, 127, 8, 0);
     len = build_frame(frame, peer_mac, 90, 0x7f);
-    buf = guest_frame(&t, frame, len);
-    tx_put_data(&t, ring, 0, buf, len, len,
-                IXGBE_TXD_CMD_EOP | IXGBE_TXD_CMD_RS);
-    wr(&t, txq(127, IXGBE_TXQ_TDT), 1);
-    g_assert_cmpint(backend_recv(&t, got, sizeof(got), WAIT_US / 1000), ==,
-                    len);
-    g_assert_cmpmem(got, len, frame, len);
+    tx_send_frame(&t, 127, ring, 0, frame, len);
+    backend_expect(&t, frame, len);
     g_assert_true(tx_dd(&t, ring, 0));
     ixgbe_test_stop(&t);
 }
@@ -625,9 +617,9 @@ static void test_migration_bad_writeback(void)
     static const uint8_t sentinel[8] = { 0, 0, 0, 1, 0, 0, 0x0a, 0xbc };
     static const uint8_t bad[8] = { 0xff, 0xff, 0xff, 0xf0, 0, 0, 0x0a, 0xbc };
     g_autofree char *path = NULL;
-    uint8_t frame[128], got[256];
+    uint8_t frame[128];
     IxgbeTest src;
-    uint64_t ring, buf;
+    uint64_t ring;
     size_t len;
 
     ixgbe_test_start(&src);
@@ -636,12 +628,8 @@ static void test_migration_bad_writeback(void)
     wr(&src, txq(0, IXGBE_TXQ_TDH), 0xabc);
     wr(&src, txq(0, IXGBE_TXQ_TDT), 0xabc);
     len = build_frame(frame, peer_mac, 80, 4);
-    buf = guest_frame(&src, frame, len);
-    tx_put_data(&src, ring, 0xabc, buf, len, len,
-                IXGBE_TXD_CMD_EOP | IXGBE_TXD_CMD_RS);
-    wr(&src, txq(0, IXGBE_TXQ_TDT), 0xabd);
-    g_assert_cmpint(backend_recv(&src, got, sizeof(got), WAIT_US / 1000), ==,
-                    len);
+    tx_send_frame(&src, 0, ring, 0xabc, frame, len);
+    backend_expect(&src, frame, len);
     g_assert_false(tx_dd(&src, ring, 0xabc));
     path = save_to_file(&src);
     ixgbe_test_stop(&src);

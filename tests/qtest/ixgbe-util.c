@@ -295,6 +295,29 @@ void tx_put_data(IxgbeTest *t, uint64_t ring, unsigned idx,
     qtest_memwrite(t->qts, ring + idx * DESC_SIZE, d, sizeof(d));
 }
 
+/*
+ * Copy frame into a fresh guest buffer, describe it as one EOP|RS data
+ * descriptor at idx of queue q's ring and hand it over (TDT = idx + 1).
+ */
+void tx_send_frame(IxgbeTest *t, unsigned q, uint64_t ring, unsigned idx,
+                   const uint8_t *frame, size_t len)
+{
+    uint64_t buf = guest_frame(t, frame, len);
+
+    tx_put_data(t, ring, idx, buf, len, len,
+                IXGBE_TXD_CMD_EOP | IXGBE_TXD_CMD_RS);
+    wr(t, txq(q, IXGBE_TXQ_TDT), idx + 1);
+}
+
+/* The next frame on the wire is frame */
+void backend_expect(IxgbeTest *t, const uint8_t *frame, size_t len)
+{
+    g_autofree uint8_t *got = g_malloc(len + 1);
+
+    g_assert_cmpint(backend_recv(t, got, len + 1, WAIT_US / 1000), ==, len);
+    g_assert_cmpmem(got, len, frame, len);
+}
+
 bool tx_dd(IxgbeTest *t, uint64_t ring, unsigned idx)
 {
     return qtest_readb(t->qts, ring + idx * DESC_SIZE + 12) &

@@ -79,6 +79,9 @@ void tx_put_data(IxgbeTest *t, uint64_t ring, unsigned idx,
                  uint64_t buf, uint32_t len, uint32_t paylen,
                  uint32_t cmd);
 bool tx_dd(IxgbeTest *t, uint64_t ring, unsigned idx);
+void tx_send_frame(IxgbeTest *t, unsigned q, uint64_t ring, unsigned idx,
+                   const uint8_t *frame, size_t len);
+void backend_expect(IxgbeTest *t, const uint8_t *frame, size_t len);
 uint64_t guest_frame(IxgbeTest *t, const uint8_t *frame, size_t len);
 void rx_enable(IxgbeTest *t);
 void rx_ring_setup(IxgbeTest *t, RxRing *r, unsigned q, unsigned ndesc);
