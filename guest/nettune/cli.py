@@ -8,16 +8,19 @@ import sys
 from typing import Callable, List, Optional, TextIO
 
 from . import __version__
-from .apply import Host, apply, revert, verify
+from .apply import apply
 from .discover import Facts, default_interfaces, discover, format_facts, list_interfaces
 from .errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, NettuneError, UsageError
 from .ethtool import RealEthtool, RecordedEthtool, dump_json
+from .host import Host
 from .linkwait import wait_up
 from .plan import format_plan, make_plan, select_interfaces, sysctl_names
 from .profiles import CATEGORIES, IRQBALANCE_POLICIES, PROFILES, Config, load_config
+from .revert import revert
 from .services import RealServices, RecordedServices
 from .state import StateStore
 from .sysfs import Root
+from .verify import verify
 
 DEFAULT_CONFIG = "/etc/nettune.conf"
 

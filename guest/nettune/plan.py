@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 from .cpus import format_cpulist, format_mask, parse_cpulist
 from .discover import Facts, Interface, iface_sysctl, sysctl_path
 from .errors import UsageError
+from .kinds import DROPIN_RELOAD, kind_of
 from .profiles import PROFILES, REASONS, Config, Profile
 
 STAGE_ETHTOOL = 0   # may re-create queues and IRQs: discovery runs again after it
@@ -151,6 +152,20 @@ def _profile_rings(prof: Profile, config: Config, driver: Optional[str]) -> Dict
     return rings
 
 
+@dataclass
+class _Inputs:
+    """What every section of a plan reads, and the notes the sections add."""
+
+    facts: Facts
+    config: Config
+    prof: Profile
+    hk: List[int]
+    notes: List[str]
+
+    def wants(self, category: str) -> bool:
+        return category not in self.config.skip
+
+
 def make_plan(facts: Facts, config: Config) -> Plan:
     if config.profile not in PROFILES:
         raise UsageError(f"unknown profile {config.profile!r} (choose from {', '.join(PROFILES)})")
@@ -163,198 +178,250 @@ def make_plan(facts: Facts, config: Config) -> Plan:
             raise UsageError(f"CPU {format_cpulist(both)} is both a housekeeping CPU and a queue CPU")
         if both:
             hk = [c for c in hk if c not in both]
-    skip = set(config.skip)
-    notes: List[str] = []
+    inp = _Inputs(facts, config, prof, hk, notes=[])
+    if not ifnames:
+        inp.notes.append("no interface to tune (none has a device behind it; name one with -i)")
     settings: List[Setting] = []
     layouts: Dict[str, Layout] = {}
-    nr = facts.nr_cpu_ids
-    flow_off = prof.flow_control_off if config.flow_control_off is None else config.flow_control_off
-    features: Dict[str, Optional[bool]] = dict(prof.features)
-    features.update(config.features)
+    for name in ifnames:
+        nic_settings, layouts[name] = _interface(inp, facts.interfaces[name])
+        settings += nic_settings
+    settings += _sysctls(inp, ifnames)
+    irqbalance, post = _irqbalance(inp, settings, layouts)
+    return Plan(profile=prof.name, housekeeping=hk, layouts=layouts, settings=settings + irqbalance,
+                notes=inp.notes, post_commands=post)
+
+
+def _interface(inp: _Inputs, itf: Interface) -> Tuple[List[Setting], Layout]:
+    """One NIC: queue count, ethtool settings, IRQ affinity, XPS and RPS."""
+    pool = _pool(inp.facts, inp.config, itf, inp.hk, inp.notes)
+    if itf.ethtool is None and itf.has_device:
+        inp.notes.append(f"{itf.name}: ethtool settings left out ({itf.ethtool_error or 'no ethtool facts'})")
+    settings, nq = _channels(inp, itf, pool)
+    queue_cpu = {q: pool[q % len(pool)] for q in range(nq)}
+    if nq > len(pool):
+        inp.notes.append(f"{itf.name}: {nq} queues on {len(pool)} CPUs; some CPUs serve more than one queue")
+    if itf.ethtool is not None:
+        settings += _rings(inp, itf)
+        settings += _coalesce(inp, itf)
+        settings += _pause(inp, itf)
+        settings += _features(inp, itf)
+    if inp.wants("irq"):
+        settings += _irq_affinity(inp, itf, nq, queue_cpu, pool)
+    settings += _xps(inp, itf, nq, queue_cpu)
+    config = inp.config
+    rps_on = config.rps == "on" or (config.rps == "auto" and nq < len(pool))
+    rps_cpus = list(pool) if rps_on else []
+    settings += _rps(inp, itf, nq, rps_cpus)
+    return settings, Layout(iface=itf.name, driver=itf.driver, numa_node=itf.numa_node, cpus=pool,
+                            queues=nq, queue_cpu=queue_cpu, rps_cpus=rps_cpus)
+
+
+def _ethtool(itf: Interface, op: str, want: Dict[str, Any], reason: str, label: str,
+             key: str = "") -> List[Setting]:
+    """One ethtool operation's setting; none when there is nothing to set."""
+    if not want:
+        return []
+    return [Setting(key=f"ethtool:{itf.name}:{key or op}", kind="ethtool", target=op, want=want, reason=reason,
+                    iface=itf.name, label=label, stage=STAGE_ETHTOOL)]
+
+
+def _reason(overridden: object, profile_reason: str) -> str:
+    """Why a value: the operator's override, or the profile's reason."""
+    return REASONS["override"] if overridden else REASONS[profile_reason]
+
+
+def _channels(inp: _Inputs, itf: Interface, pool: List[int]) -> Tuple[List[Setting], int]:
+    """The queue count after the plan, and the channels setting that makes it so."""
+    nq = len(itf.queue_indices()) or max(itf.rx_queues, itf.tx_queues, 1)
+    ch = itf.ethtool.channels if itf.ethtool is not None else None
+    if ch is None:
+        return [], nq
+    cur = ch["current"]
+    nq = (cur.get("combined") or 0) + min(cur.get("rx") or 0, cur.get("tx") or 0) or nq
+    if not inp.wants("channels") or inp.config.channels == "keep":
+        return [], nq
+    top = ch["max"]
+    limit = 0
+    keys: Tuple[str, ...] = ()
+    top_combined, top_rx, top_tx = top.get("combined") or 0, top.get("rx") or 0, top.get("tx") or 0
+    if top_combined:
+        limit, keys = top_combined, ("combined",)
+    elif top_rx and top_tx:
+        limit, keys = min(top_rx, top_tx), ("rx", "tx")
+    if not keys:
+        return [], nq
+    if inp.config.channels == "auto":
+        want = min(len(pool), limit)
+    else:
+        want = int(inp.config.channels)
+        if want > limit:
+            raise UsageError(f"{itf.name}: channels {want} is above the driver's maximum {limit}")
+    return _ethtool(itf, "channels", {k: want for k in keys}, REASONS["channels"], "channels"), want
+
+
+def _rings(inp: _Inputs, itf: Interface) -> List[Setting]:
+    eth, config, prof = itf.ethtool, inp.config, inp.prof
+    if eth is None or eth.rings is None or not inp.wants("rings"):
+        return []
+    want: Dict[str, int] = {}
+    for rkey, rval in _profile_rings(prof, config, itf.driver).items():
+        top = eth.rings["max"].get(rkey)
+        if top:
+            want[rkey] = min(rval, top)
+        elif rkey in config.rings:
+            raise UsageError(f"{itf.name}: the driver does not let {rkey} ring size be set")
+    return _ethtool(itf, "rings", want, _reason(config.rings, prof.rings_reason), "ring sizes")
+
+
+def _coalesce(inp: _Inputs, itf: Interface) -> List[Setting]:
+    eth, config, prof = itf.ethtool, inp.config, inp.prof
+    if eth is None or eth.coalesce is None or not inp.wants("coalesce"):
+        return []
     coalesce = dict(prof.coalesce)
     coalesce.update(config.coalesce)
-    coalesce_reason = REASONS["override"] if config.coalesce else REASONS[prof.coalesce_reason]
-    if not ifnames:
-        notes.append("no interface to tune (none has a device behind it; name one with -i)")
+    want = {k: v for k, v in coalesce.items() if eth.coalesce.get(k) is not None}
+    if (itf.driver in PAIRED_VECTOR_DRIVERS and "tx-usecs" in want
+            and (not itf.queue_irqs or any(qi.kind == "txrx" for qi in itf.queue_irqs))):
+        # These drivers reject a non-zero tx-usecs while RX and TX share a vector;
+        # rx-usecs then sets the rate of the shared vector.
+        del want["tx-usecs"]
+        inp.notes.append(f"{itf.name}: {itf.driver} shares one vector per queue pair; rx-usecs "
+                         f"sets its rate, tx-usecs is left alone")
+    missing = sorted(k for k in config.coalesce if eth.coalesce.get(k) is None)
+    if missing:
+        raise UsageError(f"{itf.name}: the driver does not support coalescing parameter {', '.join(missing)}")
+    return _ethtool(itf, "coalesce", want, _reason(config.coalesce, prof.coalesce_reason), "interrupt coalescing")
 
-    for name in ifnames:
-        itf = facts.interfaces[name]
-        eth = itf.ethtool
-        pool = _pool(facts, config, itf, hk, notes)
-        if eth is None and itf.has_device:
-            notes.append(f"{name}: ethtool settings left out ({itf.ethtool_error or 'no ethtool facts'})")
 
-        # --- queue count ----------------------------------------------------------------
-        present = itf.queue_indices()
-        nq = len(present) or max(itf.rx_queues, itf.tx_queues, 1)
-        ch = eth.channels if eth is not None else None
-        if ch is not None:
-            cur = ch["current"]
-            nq = (cur.get("combined") or 0) + min(cur.get("rx") or 0, cur.get("tx") or 0) or nq
-        if ch is not None and "channels" not in skip and config.channels != "keep":
-            top = ch["max"]
-            limit = 0
-            keys: Tuple[str, ...] = ()
-            top_combined, top_rx, top_tx = top.get("combined") or 0, top.get("rx") or 0, top.get("tx") or 0
-            if top_combined:
-                limit, keys = top_combined, ("combined",)
-            elif top_rx and top_tx:
-                limit, keys = min(top_rx, top_tx), ("rx", "tx")
-            if keys:
-                if config.channels == "auto":
-                    want = min(len(pool), limit)
-                else:
-                    want = int(config.channels)
-                    if want > limit:
-                        raise UsageError(f"{name}: channels {want} is above the driver's maximum {limit}")
-                settings.append(Setting(
-                    key=f"ethtool:{name}:channels", kind="ethtool", target="channels",
-                    want={k: want for k in keys}, reason=REASONS["channels"], iface=name,
-                    label="channels", stage=STAGE_ETHTOOL))
-                nq = want
-        queue_cpu = {q: pool[q % len(pool)] for q in range(nq)}
-        if nq > len(pool):
-            notes.append(f"{name}: {nq} queues on {len(pool)} CPUs; some CPUs serve more than one queue")
+def _pause(inp: _Inputs, itf: Interface) -> List[Setting]:
+    config = inp.config
+    flow_off = inp.prof.flow_control_off if config.flow_control_off is None else config.flow_control_off
+    if itf.ethtool is None or itf.ethtool.pause is None or not flow_off or not inp.wants("pause"):
+        return []
+    return _ethtool(itf, "pause", {"autoneg": False, "rx": False, "tx": False}, REASONS["pause"], "flow control")
 
-        # --- ethtool ------------------------------------------------------------------------
-        if eth is not None:
-            if eth.rings is not None and "rings" not in skip:
-                want_r: Dict[str, int] = {}
-                for rkey, rval in _profile_rings(prof, config, itf.driver).items():
-                    top_r = eth.rings["max"].get(rkey)
-                    if top_r:
-                        want_r[rkey] = min(rval, top_r)
-                    elif rkey in config.rings:
-                        raise UsageError(f"{name}: the driver does not let {rkey} ring size be set")
-                if want_r:
-                    reason = REASONS["override"] if config.rings else REASONS[prof.rings_reason]
-                    settings.append(Setting(key=f"ethtool:{name}:rings", kind="ethtool", target="rings",
-                                            want=want_r, reason=reason, iface=name, label="ring sizes",
-                                            stage=STAGE_ETHTOOL))
-            if eth.coalesce is not None and "coalesce" not in skip:
-                want_c = {k: v for k, v in coalesce.items() if eth.coalesce.get(k) is not None}
-                if (itf.driver in PAIRED_VECTOR_DRIVERS and "tx-usecs" in want_c
-                        and (not itf.queue_irqs or any(qi.kind == "txrx" for qi in itf.queue_irqs))):
-                    # These drivers reject a non-zero tx-usecs while RX and TX share a vector;
-                    # rx-usecs then sets the rate of the shared vector.
-                    del want_c["tx-usecs"]
-                    notes.append(f"{name}: {itf.driver} shares one vector per queue pair; rx-usecs "
-                                 f"sets its rate, tx-usecs is left alone")
-                missing = sorted(k for k in config.coalesce if eth.coalesce.get(k) is None)
-                if missing:
-                    raise UsageError(f"{name}: the driver does not support coalescing parameter "
-                                     f"{', '.join(missing)}")
-                if want_c:
-                    settings.append(Setting(key=f"ethtool:{name}:coalesce", kind="ethtool", target="coalesce",
-                                            want=want_c, reason=coalesce_reason, iface=name,
-                                            label="interrupt coalescing", stage=STAGE_ETHTOOL))
-            if eth.pause is not None and flow_off and "pause" not in skip:
-                settings.append(Setting(key=f"ethtool:{name}:pause", kind="ethtool", target="pause",
-                                        want={"autoneg": False, "rx": False, "tx": False},
-                                        reason=REASONS["pause"], iface=name, label="flow control",
-                                        stage=STAGE_ETHTOOL))
-            if eth.features is not None and "features" not in skip:
-                for feat, fval in sorted(features.items()):
-                    if fval is None:
-                        continue
-                    have = eth.features.get(feat)
-                    if have is None:
-                        if feat in config.features:
-                            raise UsageError(f"{name}: no such feature {feat!r} (see ethtool -k {name})")
-                        continue
-                    if have["fixed"]:
-                        if have["on"] != fval:
-                            notes.append(f"{name}: {feat} is fixed {'on' if have['on'] else 'off'} by the driver")
-                        continue
-                    settings.append(Setting(
-                        key=f"ethtool:{name}:feature:{feat}", kind="ethtool", target="features",
-                        want={feat: fval}, reason=REASONS.get(feat, REASONS["override"]), iface=name,
-                        label=f"feature {feat}", stage=STAGE_ETHTOOL))
 
-        # --- IRQ affinity ---------------------------------------------------------------------
-        if "irq" not in skip:
-            for qi in itf.queue_irqs:
-                if qi.queue >= nq:
-                    continue
-                settings.append(Setting(
-                    key=f"irq:{name}:{qi.name}", kind="irq", target=f"/proc/irq/{qi.irq}/smp_affinity_list",
-                    want=format_cpulist([queue_cpu[qi.queue]]), reason=REASONS["irq"], iface=name,
-                    label=f"IRQ {qi.irq} {qi.name}", irq_action=qi.name))
-            missing_q = [q for q in range(nq) if q not in present]
-            if present and missing_q and ch is None:
-                notes.append(f"{name}: queue {format_cpulist(missing_q)} has no IRQ of its own")
-            if not itf.queue_irqs and itf.has_device:
-                notes.append(f"{name}: no per-queue IRQ found (legacy or shared interrupt); "
-                             f"IRQ affinity left alone")
-            other_cpus = list(hk)
-            if hk and itf.numa_node is not None:
-                # Keep the NIC's other vectors on its own node too: local housekeeping CPUs,
-                # else the NIC's queue CPUs (these vectors fire rarely).
-                other_cpus = [c for c in hk if facts.cpu_node(c) == itf.numa_node] or list(pool)
-            if other_cpus:
-                for o in itf.other_irqs:
-                    settings.append(Setting(
-                        key=f"irq:{name}:{o.name}", kind="irq", target=f"/proc/irq/{o.irq}/smp_affinity_list",
-                        want=format_cpulist(other_cpus), reason=REASONS["other_irq"], iface=name,
-                        label=f"IRQ {o.irq} {o.name}", irq_action=o.name))
+def _features(inp: _Inputs, itf: Interface) -> List[Setting]:
+    eth, config = itf.ethtool, inp.config
+    if eth is None or eth.features is None or not inp.wants("features"):
+        return []
+    features: Dict[str, Optional[bool]] = dict(inp.prof.features)
+    features.update(config.features)
+    settings: List[Setting] = []
+    for feat, fval in sorted(features.items()):
+        if fval is None:
+            continue
+        have = eth.features.get(feat)
+        if have is None:
+            if feat in config.features:
+                raise UsageError(f"{itf.name}: no such feature {feat!r} (see ethtool -k {itf.name})")
+            continue
+        if have["fixed"]:
+            if have["on"] != fval:
+                inp.notes.append(f"{itf.name}: {feat} is fixed {'on' if have['on'] else 'off'} by the driver")
+            continue
+        settings += _ethtool(itf, "features", {feat: fval}, REASONS.get(feat, REASONS["override"]),
+                             f"feature {feat}", key=f"feature:{feat}")
+    return settings
 
-        # --- XPS / RPS ------------------------------------------------------------------------
-        if "xps" not in skip and config.xps and itf.tx_queues > 1:
-            for q in range(min(nq, itf.tx_queues)):
-                settings.append(Setting(
-                    key=f"xps:{name}:tx-{q}", kind="mask", target=f"/sys/class/net/{name}/queues/tx-{q}/xps_cpus",
-                    want=format_mask([queue_cpu[q]], nr), reason=REASONS["xps"], iface=name,
-                    label=f"tx-{q} XPS"))
-        rps_on = config.rps == "on" or (config.rps == "auto" and nq < len(pool))
-        rps_cpus = list(pool) if rps_on else []
-        if "rps" not in skip:
-            for q in range(min(nq, itf.rx_queues)):
-                settings.append(Setting(
-                    key=f"rps:{name}:rx-{q}", kind="mask", target=f"/sys/class/net/{name}/queues/rx-{q}/rps_cpus",
-                    want=format_mask(rps_cpus, nr), reason=REASONS["rps_on" if rps_on else "rps_off"],
-                    iface=name, label=f"rx-{q} RPS"))
-        layouts[name] = Layout(iface=name, driver=itf.driver, numa_node=itf.numa_node, cpus=pool,
-                               queues=nq, queue_cpu=queue_cpu, rps_cpus=rps_cpus)
 
-    # --- sysctls ------------------------------------------------------------------------------
-    if "sysctl" not in skip:
-        wanted: Dict[str, Optional[str]] = dict(prof.sysctls)
-        reasons = {k: REASONS.get(k, REASONS["override"]) for k in wanted}
-        for tmpl, tval in prof.iface_sysctls.items():
-            for name in ifnames:
-                key = _iface_key(tmpl, name)
-                wanted[key] = tval
-                reasons[key] = REASONS["rp_filter_iface"] if tmpl.endswith("rp_filter") else REASONS["override"]
-        for key, oval in config.sysctls.items():
-            wanted[key] = oval
-            reasons[key] = REASONS["override"]
-        for key in sorted(wanted):
-            val = wanted[key]
-            if val is None:
-                continue
-            if facts.sysctls.get(key) is None:
-                if key in config.sysctls:
-                    raise UsageError(f"sysctl {key} does not exist on this machine ({sysctl_path(key)})")
-                notes.append(f"sysctl {key} not present on this kernel; left out")
-                continue
-            settings.append(Setting(key=f"sysctl:{key}", kind="sysctl", target=sysctl_path(key), want=val,
-                                    reason=reasons[key], label=f"sysctl {key}"))
+def _irq(itf: Interface, irq: int, action: str, cpus: List[int], reason: str) -> Setting:
+    return Setting(key=f"irq:{itf.name}:{action}", kind="irq", target=f"/proc/irq/{irq}/smp_affinity_list",
+                   want=format_cpulist(cpus), reason=reason, iface=itf.name, label=f"IRQ {irq} {action}",
+                   irq_action=action)
 
-    # --- irqbalance -------------------------------------------------------------------------------
-    post: Dict[str, List[List[str]]] = {}
-    if "irqbalance" not in skip and config.irqbalance == "stop":
-        settings.append(Setting(key="service:irqbalance", kind="service", target="irqbalance", want=False,
-                                reason=REASONS["irqbalance_stop"], label="irqbalance running", stage=STAGE_ETHTOOL))
-    elif "irqbalance" not in skip and config.irqbalance == "ban":
-        irqs = sorted({int(s.target.split("/")[3]) for s in settings if s.kind == "irq"})
-        cpus = sorted({c for lay in layouts.values() for c in lay.queue_cpu.values()})
-        content = _irqbalance_dropin(irqs, cpus)
-        settings.append(Setting(key=f"file:{IRQBALANCE_DROPIN}", kind="file", target=IRQBALANCE_DROPIN,
-                                want=content, reason=REASONS["irqbalance_ban"], label="irqbalance drop-in"))
-        post[f"file:{IRQBALANCE_DROPIN}"] = [["systemctl", "daemon-reload"],
-                                             ["systemctl", "try-restart", "irqbalance.service"]]
-    return Plan(profile=prof.name, housekeeping=hk, layouts=layouts, settings=settings, notes=notes,
-                post_commands=post)
+
+def _irq_affinity(inp: _Inputs, itf: Interface, nq: int, queue_cpu: Dict[int, int],
+                  pool: List[int]) -> List[Setting]:
+    """Queue N's vectors to queue CPU N; the NIC's other vectors to housekeeping CPUs on its node."""
+    name, hk, notes = itf.name, inp.hk, inp.notes
+    settings = [_irq(itf, qi.irq, qi.name, [queue_cpu[qi.queue]], REASONS["irq"])
+                for qi in itf.queue_irqs if qi.queue < nq]
+    present = itf.queue_indices()
+    missing_q = [q for q in range(nq) if q not in present]
+    if present and missing_q and (itf.ethtool is None or itf.ethtool.channels is None):
+        notes.append(f"{name}: queue {format_cpulist(missing_q)} has no IRQ of its own")
+    if not itf.queue_irqs and itf.has_device:
+        notes.append(f"{name}: no per-queue IRQ found (legacy or shared interrupt); IRQ affinity left alone")
+    other_cpus = list(hk)
+    if hk and itf.numa_node is not None:
+        # Keep the NIC's other vectors on its own node too: local housekeeping CPUs,
+        # else the NIC's queue CPUs (these vectors fire rarely).
+        other_cpus = [c for c in hk if inp.facts.cpu_node(c) == itf.numa_node] or list(pool)
+    if other_cpus:
+        settings += [_irq(itf, o.irq, o.name, other_cpus, REASONS["other_irq"]) for o in itf.other_irqs]
+    return settings
+
+
+def _mask(itf: Interface, key: str, queue: str, leaf: str, cpus: List[int], nr: int, reason: str) -> Setting:
+    return Setting(key=f"{key}:{itf.name}:{queue}", kind="mask",
+                   target=f"/sys/class/net/{itf.name}/queues/{queue}/{leaf}", want=format_mask(cpus, nr),
+                   reason=reason, iface=itf.name, label=f"{queue} {key.upper()}")
+
+
+def _xps(inp: _Inputs, itf: Interface, nq: int, queue_cpu: Dict[int, int]) -> List[Setting]:
+    """tx-N/xps_cpus = the CPU of queue pair N (multiqueue NICs only)."""
+    if not inp.wants("xps") or not inp.config.xps or itf.tx_queues <= 1:
+        return []
+    return [_mask(itf, "xps", f"tx-{q}", "xps_cpus", [queue_cpu[q]], inp.facts.nr_cpu_ids, REASONS["xps"])
+            for q in range(min(nq, itf.tx_queues))]
+
+
+def _rps(inp: _Inputs, itf: Interface, nq: int, rps_cpus: List[int]) -> List[Setting]:
+    """Every RX queue spreads receive work over `rps_cpus`; none: RPS set explicitly off."""
+    if not inp.wants("rps"):
+        return []
+    reason = REASONS["rps_on" if rps_cpus else "rps_off"]
+    return [_mask(itf, "rps", f"rx-{q}", "rps_cpus", rps_cpus, inp.facts.nr_cpu_ids, reason)
+            for q in range(min(nq, itf.rx_queues))]
+
+
+def _sysctls(inp: _Inputs, ifnames: List[str]) -> List[Setting]:
+    """The profile's sysctls, per tuned interface where the profile says so, and the overrides."""
+    if not inp.wants("sysctl"):
+        return []
+    prof, config = inp.prof, inp.config
+    wanted: Dict[str, Optional[str]] = dict(prof.sysctls)
+    reasons = {k: REASONS.get(k, REASONS["override"]) for k in wanted}
+    for tmpl, tval in prof.iface_sysctls.items():
+        for name in ifnames:
+            key = _iface_key(tmpl, name)
+            wanted[key] = tval
+            reasons[key] = REASONS["rp_filter_iface"] if tmpl.endswith("rp_filter") else REASONS["override"]
+    for key, oval in config.sysctls.items():
+        wanted[key] = oval
+        reasons[key] = REASONS["override"]
+    settings: List[Setting] = []
+    for key in sorted(wanted):
+        val = wanted[key]
+        if val is None:
+            continue
+        if inp.facts.sysctls.get(key) is None:
+            if key in config.sysctls:
+                raise UsageError(f"sysctl {key} does not exist on this machine ({sysctl_path(key)})")
+            inp.notes.append(f"sysctl {key} not present on this kernel; left out")
+            continue
+        settings.append(Setting(key=f"sysctl:{key}", kind="sysctl", target=sysctl_path(key), want=val,
+                                reason=reasons[key], label=f"sysctl {key}"))
+    return settings
+
+
+def _irqbalance(inp: _Inputs, settings: List[Setting],
+                layouts: Dict[str, Layout]) -> Tuple[List[Setting], Dict[str, List[List[str]]]]:
+    """Stop irqbalance, or keep it off the tuned IRQs and queue CPUs with a drop-in (and the
+    commands that make systemd and irqbalance read it)."""
+    if not inp.wants("irqbalance") or inp.config.irqbalance not in ("stop", "ban"):
+        return [], {}
+    if inp.config.irqbalance == "stop":
+        return [Setting(key="service:irqbalance", kind="service", target="irqbalance", want=False,
+                        reason=REASONS["irqbalance_stop"], label="irqbalance running", stage=STAGE_ETHTOOL)], {}
+    irqs = sorted({int(s.target.split("/")[3]) for s in settings if s.kind == "irq"})
+    cpus = sorted({c for lay in layouts.values() for c in lay.queue_cpu.values()})
+    key = f"file:{IRQBALANCE_DROPIN}"
+    return ([Setting(key=key, kind="file", target=IRQBALANCE_DROPIN, want=_irqbalance_dropin(irqs, cpus),
+                     reason=REASONS["irqbalance_ban"], label="irqbalance drop-in")],
+            {key: [list(argv) for argv in DROPIN_RELOAD]})
 
 
 def _irqbalance_dropin(irqs: List[int], cpus: List[int]) -> str:
@@ -367,19 +434,7 @@ def _irqbalance_dropin(irqs: List[int], cpus: List[int]) -> str:
 
 
 def format_want(s: Setting) -> str:
-    if s.kind == "ethtool":
-        return " ".join(f"{k} {_v(v)}" for k, v in sorted(s.want.items()))
-    if s.kind == "service":
-        return "running" if s.want else "stopped"
-    if s.kind == "file":
-        return "absent" if s.want is None else f"{len(s.want.splitlines())} lines"
-    return str(s.want)
-
-
-def _v(v: Any) -> str:
-    if isinstance(v, bool):
-        return "on" if v else "off"
-    return "n/a" if v is None else str(v)
+    return kind_of(s.kind).show_planned(s.want)
 
 
 def format_plan(plan: Plan) -> str:

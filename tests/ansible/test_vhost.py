@@ -104,7 +104,7 @@ def test_real_threads_are_found_pinned_and_verified() -> None:
         status = Path("/proc/%d/task/%d/status" % (proc.pid, worker["tid"])).read_text()
         allowed = [l.split(":", 1)[1].strip() for l in status.splitlines()
                    if l.startswith("Cpus_allowed_list")][0]
-        assert vhost.parse_cpus(allowed) == target
+        assert vhost.parse_cpulist(allowed) == target
         assert vhost.verify("/proc", found, target) == []
         # pinning again changes nothing
         assert not any(r["changed"] for r in vhost.pin(found, target))

@@ -24,7 +24,7 @@ from domains import (define, domain_xml, remove_domain, site_hostvars, start, th
                      wait_for_log)
 from dpdk import Testpmd, find_testpmd
 
-from ansible_collections.qemu_ixgbe.tuning.plugins.module_utils.vhost import parse_cpus
+from ansible_collections.qemu_ixgbe.tuning.plugins.module_utils.cpulist import parse_cpulist
 
 NAME = "qemu-ixgbe-test-vhu"
 MAC = "52:54:00:51:00:21"
@@ -34,11 +34,11 @@ PIN_TASK = "Pin the workers of the running domain"
 
 def backend_cpus(pid: int) -> Dict[str, List[List[int]]]:
     """Thread name -> CPU lists of a backend's threads, from /proc/<pid>/task/*/status."""
-    return {n: [parse_cpus(c) for c in v] for n, v in thread_cpus(pid).items()}
+    return {n: [parse_cpulist(c) for c in v] for n, v in thread_cpus(pid).items()}
 
 
 def vcpu_cpus(qemu_pid: int) -> List[List[int]]:
-    return [parse_cpus(c) for n, v in thread_cpus(qemu_pid).items() if n.startswith("CPU ")
+    return [parse_cpulist(c) for n, v in thread_cpus(qemu_pid).items() if n.startswith("CPU ")
             for c in v]
 
 
@@ -102,7 +102,7 @@ def test_first_run_attaches_the_backend_and_pins_its_threads(env: Dict[str, Any]
     assert attr(live, "memoryBacking/access", "mode") == "shared"
 
     (pinned,) = run.task_results(PIN_TASK)
-    plan = parse_cpus(pinned["cpus"])
+    plan = parse_cpulist(pinned["cpus"])
     env["plan"] = plan
     assert plan and plan != env["all_cpus"], pinned["cpus"]
     # found through the socket in the domain XML, not through a pid in the inventory
@@ -111,7 +111,7 @@ def test_first_run_attaches_the_backend_and_pins_its_threads(env: Dict[str, Any]
     assert {t["tgid"] for t in pinned["threads"]} == {backend.pid}
     assert sorted(t["comm"] for t in pinned["threads"]) == sorted(
         n for n, v in before.items() for _ in v)
-    assert all(parse_cpus(t["before"]) == env["all_cpus"] for t in pinned["threads"])
+    assert all(parse_cpulist(t["before"]) == env["all_cpus"] for t in pinned["threads"])
 
     after = backend_cpus(backend.pid)
     assert "vhost-events" in after, after          # the vhost library's own thread
@@ -160,7 +160,7 @@ def test_hook_pins_a_new_backend_after_a_restart(env: Dict[str, Any]) -> None:
     log.unlink(missing_ok=True)
     pid = start(NAME)
     entry = wait_for_log(log, NAME)
-    assert entry["pid"] == pid and parse_cpus(entry["cpus"]) == env["plan"], entry
+    assert entry["pid"] == pid and parse_cpulist(entry["cpus"]) == env["plan"], entry
     assert entry["backends"] == [{"socket": str(env["sock"]), "pids": [new.pid]}], entry
     assert {t["tgid"] for t in entry["threads"]} == {new.pid}
     assert not [t for t in entry["threads"] if "error" in t], entry

@@ -31,7 +31,7 @@ import subprocess
 import tarfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -487,6 +487,61 @@ def plan_sysctls(plan: dict[str, Any]) -> list[str]:
     return sorted(s["label"].split(" ", 1)[1] for s in plan["settings"] if s["kind"] == "sysctl")
 
 
+def _check_irq(s: dict[str, Any], seen: dict[str, Any]) -> list[str]:
+    name = s["label"].split(" ", 2)[2]  # "IRQ 41 enp1s0-TxRx-0"
+    have = seen["irq"].get(s["iface"], {}).get(name)
+    if have is None or cpulist(have) != cpulist(s["want"]):
+        return [f"{_who(s)}: want {s['want']}, /proc/irq says {have}"]
+    return []
+
+
+def _check_mask(s: dict[str, Any], seen: dict[str, Any]) -> list[str]:
+    rel = "/".join(s["target"].split("/")[-2:])  # tx-0/xps_cpus
+    have = seen["queues"].get(s["iface"], {}).get(rel)
+    if have is None or mask_cpus(have) != mask_cpus(s["want"]):
+        return [f"{_who(s)}: want {s['want']}, sysfs says {have}"]
+    return []
+
+
+def _check_ethtool(s: dict[str, Any], seen: dict[str, Any]) -> list[str]:
+    section = seen["ethtool"].get(s["iface"], {}).get(s["target"]) or {}
+    return [
+        f"{_who(s)}: want {key}={value}, ethtool says {section.get(key)}"
+        for key, value in s["want"].items()
+        if section.get(key) != value
+    ]
+
+
+def _check_sysctl(s: dict[str, Any], seen: dict[str, Any]) -> list[str]:
+    have = seen["sysctl"].get(s["label"].split(" ", 1)[1])
+    if have is None or have.split() != str(s["want"]).split():
+        return [f"{_who(s)}: want {s['want']!r}, sysctl says {have!r}"]
+    return []
+
+
+def _check_service(s: dict[str, Any], seen: dict[str, Any]) -> list[str]:
+    have_active = seen.get("irqbalance") == "active"
+    if s["target"] != "irqbalance" or have_active != bool(s["want"]):
+        return [
+            f"{_who(s)}: want {'running' if s['want'] else 'stopped'}, systemctl says {seen.get('irqbalance')}"
+        ]
+    return []
+
+
+# One check per setting kind of nettune's plan, each against readings() taken without nettune.
+CHECKS: dict[str, Callable[[dict[str, Any], dict[str, Any]], list[str]]] = {
+    "irq": _check_irq,
+    "mask": _check_mask,
+    "ethtool": _check_ethtool,
+    "sysctl": _check_sysctl,
+    "service": _check_service,
+}
+
+
+def _who(s: dict[str, Any]) -> str:
+    return f"{s['iface'] + ' ' if s['iface'] else ''}{s['label']}"
+
+
 def check_plan(plan: dict[str, Any], seen: dict[str, Any], ignore: Sequence[str] = ()) -> list[str]:
     """Settings of `plan` whose live reading (from `readings()`) differs.
     Returns human-readable mismatches; every setting must be checkable."""
@@ -494,36 +549,11 @@ def check_plan(plan: dict[str, Any], seen: dict[str, Any], ignore: Sequence[str]
     for s in plan["settings"]:
         if s["key"] in ignore:
             continue
-        kind, target, want, iface = s["kind"], s["target"], s["want"], s["iface"]
-        label = f"{iface + ' ' if iface else ''}{s['label']}"
-        if kind == "irq":
-            name = s["label"].split(" ", 2)[2]  # "IRQ 41 enp1s0-TxRx-0"
-            have = seen["irq"].get(iface, {}).get(name)
-            if have is None or cpulist(have) != cpulist(want):
-                bad.append(f"{label}: want {want}, /proc/irq says {have}")
-        elif kind == "mask":
-            rel = "/".join(target.split("/")[-2:])  # tx-0/xps_cpus
-            have = seen["queues"].get(iface, {}).get(rel)
-            if have is None or mask_cpus(have) != mask_cpus(want):
-                bad.append(f"{label}: want {want}, sysfs says {have}")
-        elif kind == "ethtool":
-            section = seen["ethtool"].get(iface, {}).get(target) or {}
-            for key, value in want.items():
-                if section.get(key) != value:
-                    bad.append(f"{label}: want {key}={value}, ethtool says {section.get(key)}")
-        elif kind == "sysctl":
-            name = s["label"].split(" ", 1)[1]
-            have = seen["sysctl"].get(name)
-            if have is None or have.split() != str(want).split():
-                bad.append(f"{label}: want {want!r}, sysctl says {have!r}")
-        elif kind == "service":
-            have_active = seen.get("irqbalance") == "active"
-            if target != "irqbalance" or have_active != bool(want):
-                bad.append(
-                    f"{label}: want {'running' if want else 'stopped'}, systemctl says {seen.get('irqbalance')}"
-                )
+        check = CHECKS.get(s["kind"])
+        if check is None:
+            bad.append(f"{_who(s)}: setting kind {s['kind']!r} not checked by this test")
         else:
-            bad.append(f"{label}: setting kind {kind!r} not checked by this test")
+            bad += check(s, seen)
     return bad
 
 

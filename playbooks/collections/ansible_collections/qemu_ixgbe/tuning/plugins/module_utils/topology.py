@@ -16,7 +16,13 @@
 # integers.
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+try:
+    from ansible_collections.qemu_ixgbe.tuning.plugins.module_utils.cpulist import (
+        CpuListError, format_cpulist, parse_cpulist as _parse_cpulist)
+except ImportError:  # pragma: no cover - used standalone
+    from cpulist import CpuListError, format_cpulist, parse_cpulist as _parse_cpulist  # type: ignore
 
 
 class PlanError(ValueError):
@@ -27,49 +33,10 @@ class PlanError(ValueError):
 
 def parse_cpulist(text: str) -> List[int]:
     """Parse a Linux CPU list ("0-3,8,10-11") into a sorted list of ints."""
-    cpus = set()
-    text = (text or "").strip()
-    if not text:
-        return []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if "-" in part:
-            lo_s, hi_s = part.split("-", 1)
-            try:
-                lo, hi = int(lo_s), int(hi_s)
-            except ValueError:
-                raise PlanError("bad CPU list element %r in %r" % (part, text))
-            if lo > hi or lo < 0:
-                raise PlanError("bad CPU range %r in %r" % (part, text))
-            cpus.update(range(lo, hi + 1))
-        else:
-            try:
-                value = int(part)
-            except ValueError:
-                raise PlanError("bad CPU list element %r in %r" % (part, text))
-            if value < 0:
-                raise PlanError("negative CPU %r in %r" % (part, text))
-            cpus.add(value)
-    return sorted(cpus)
-
-
-def format_cpulist(cpus: Iterable[int]) -> str:
-    """Format CPUs as a compact Linux CPU list ("0-3,8")."""
-    ordered = sorted(set(int(c) for c in cpus))
-    out: List[str] = []
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        if j > i:
-            out.append("%d-%d" % (ordered[i], ordered[j]))
-        else:
-            out.append(str(ordered[i]))
-        i = j + 1
-    return ",".join(out)
+    try:
+        return _parse_cpulist(text)
+    except CpuListError as e:
+        raise PlanError(str(e)) from None
 
 
 def as_cpus(value: Any) -> List[int]:

@@ -33,22 +33,36 @@ import xml.etree.ElementTree as ET
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, TextIO, Tuple
 
 
-def parse_cpus(text: str) -> List[int]:
-    out: Set[int] = set()
-    for part in (text or "").strip().split(","):
+# A copy of cpulist.py's block (this file must run without the collection).
+# --- cpulist: begin ---------------------------------------------------------
+class CpuListError(ValueError):
+    """Text that is not a Linux CPU list."""
+
+
+_CPU_RANGE = re.compile(r"([0-9]+)(?:\s*-\s*([0-9]+))?\Z")
+
+
+def parse_cpulist(text: str) -> List[int]:
+    """Parse a Linux CPU list ("0-3,8,10-11") into a sorted list of ints."""
+    cpus: Set[int] = set()
+    text = (text or "").strip()
+    for part in text.split(","):
         part = part.strip()
         if not part:
             continue
-        if "-" in part:
-            lo, hi = part.split("-", 1)
-            out.update(range(int(lo), int(hi) + 1))
-        else:
-            out.add(int(part))
-    return sorted(out)
+        m = _CPU_RANGE.match(part)
+        if not m:
+            raise CpuListError("bad CPU list element %r in %r" % (part, text))
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        if lo > hi:
+            raise CpuListError("bad CPU range %r in %r" % (part, text))
+        cpus.update(range(lo, hi + 1))
+    return sorted(cpus)
 
 
-def format_cpus(cpus: Iterable[int]) -> str:
-    ordered = sorted(set(cpus))
+def format_cpulist(cpus: Iterable[int]) -> str:
+    """Format CPUs as a compact Linux CPU list ("0-3,8")."""
+    ordered = sorted(set(int(c) for c in cpus))
     out: List[str] = []
     i = 0
     while i < len(ordered):
@@ -58,6 +72,7 @@ def format_cpus(cpus: Iterable[int]) -> str:
         out.append("%d-%d" % (ordered[i], ordered[j]) if j > i else str(ordered[i]))
         i = j + 1
     return ",".join(out)
+# --- cpulist: end -----------------------------------------------------------
 
 
 # ------------------------------------------------------------------- pure --
@@ -332,7 +347,7 @@ def cpuset_cgroup(proc: str, pid: int, tid: int) -> Optional[Dict[str, str]]:
 
 def cgroup_cpus(cg: Mapping[str, str]) -> List[int]:
     name = "cpuset.effective_cpus" if cg["version"] == "1" else "cpuset.cpus.effective"
-    return parse_cpus(_read(os.path.join(cg["dir"], name)))
+    return parse_cpulist(_read(os.path.join(cg["dir"], name)))
 
 
 def _write(path: str, value: str) -> None:
@@ -351,14 +366,14 @@ def move_to_vhost_cgroup(cg: Mapping[str, str], tid: int, cpus: Sequence[int]) -
             _read(os.path.join(parent, "cpuset.effective_mems")).strip()
         if _read(os.path.join(target, "cpuset.mems")).strip() != mems:
             _write(os.path.join(target, "cpuset.mems"), mems)
-        if parse_cpus(_read(os.path.join(target, "cpuset.cpus"))) != sorted(set(cpus)):
-            _write(os.path.join(target, "cpuset.cpus"), format_cpus(cpus))
+        if parse_cpulist(_read(os.path.join(target, "cpuset.cpus"))) != sorted(set(cpus)):
+            _write(os.path.join(target, "cpuset.cpus"), format_cpulist(cpus))
         _write(os.path.join(target, "tasks"), str(tid))
     else:
         if _read(os.path.join(target, "cgroup.type")).strip() != "threaded":
             _write(os.path.join(target, "cgroup.type"), "threaded")
-        if parse_cpus(_read(os.path.join(target, "cpuset.cpus"))) != sorted(set(cpus)):
-            _write(os.path.join(target, "cpuset.cpus"), format_cpus(cpus))
+        if parse_cpulist(_read(os.path.join(target, "cpuset.cpus"))) != sorted(set(cpus)):
+            _write(os.path.join(target, "cpuset.cpus"), format_cpulist(cpus))
         _write(os.path.join(target, "cgroup.threads"), str(tid))
     return target
 
@@ -386,7 +401,7 @@ def pin(workers: Sequence[Mapping[str, Any]], cpus: Sequence[int], dry_run: bool
             if cg is not None and not set(want) <= set(cgroup_cpus(cg)):
                 if w.get("kind") == "backend":
                     error = ("its cpuset cgroup %s allows only CPUs %s; widen the backend "
-                             "service's CPUs" % (cg["dir"], format_cpus(cgroup_cpus(cg))))
+                             "service's CPUs" % (cg["dir"], format_cpulist(cgroup_cpus(cg))))
                 else:
                     moved = os.path.join(os.path.dirname(cg["dir"].rstrip("/")), VHOST_CGROUP)
                     if not dry_run:
@@ -399,8 +414,8 @@ def pin(workers: Sequence[Mapping[str, Any]], cpus: Sequence[int], dry_run: bool
                 except OSError as e:
                     error = "sched_setaffinity: %s" % e.strerror
         item = {"tid": tid, "tgid": int(w.get("tgid", tid)), "comm": w.get("comm"),
-                "kind": w.get("kind"), "before": format_cpus(before),
-                "after": format_cpus(before if error else want),
+                "kind": w.get("kind"), "before": format_cpulist(before),
+                "after": format_cpulist(before if error else want),
                 "changed": changed and error is None, "cgroup": moved}
         if error:
             item["error"] = error
@@ -417,7 +432,7 @@ def verify(proc: str, workers: Sequence[Mapping[str, Any]], cpus: Sequence[int]
         t = read_thread(proc, int(w["tgid"]), int(w["tid"]))
         if t is None:
             continue
-        if parse_cpus(t["cpus_allowed"]) != want:
+        if parse_cpulist(t["cpus_allowed"]) != want:
             bad.append({"tid": t["tid"], "comm": t["comm"], "cpus_allowed": t["cpus_allowed"]})
     return bad
 
@@ -443,7 +458,7 @@ def run_from_config(config_path: str, domain: str, proc: str = "/proc",
     """
     with open(config_path, encoding="utf-8") as f:
         cfg = json.load(f)
-    cpus = parse_cpus(str(cfg["cpus"]))
+    cpus = parse_cpulist(str(cfg["cpus"]))
     expect = int(cfg.get("min_workers", 1))
     deadline = time.monotonic() + wait
     workers: List[Dict[str, Any]] = []
@@ -469,7 +484,7 @@ def run_from_config(config_path: str, domain: str, proc: str = "/proc",
         time.sleep(0.2)
     results = pin(workers, cpus)
     if log:
-        log.write(json.dumps({"domain": domain, "pid": pid, "cpus": format_cpus(cpus),
+        log.write(json.dumps({"domain": domain, "pid": pid, "cpus": format_cpulist(cpus),
                               "backends": backends, "threads": results}) + "\n")
     ok = (workers or expect == 0) and all(b["pids"] for b in backends)
     return 0 if ok and not any("error" in r for r in results) else 1

@@ -95,6 +95,7 @@ threads:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.qemu_ixgbe.tuning.plugins.module_utils import vhost
+from ansible_collections.qemu_ixgbe.tuning.plugins.module_utils.cpulist import format_cpulist, parse_cpulist
 
 
 def main():
@@ -116,16 +117,16 @@ def main():
     )
     p = module.params
     try:
-        cpus = vhost.parse_cpus(p["cpus"])
+        cpus = parse_cpulist(p["cpus"])
     except ValueError:
         module.fail_json(msg="bad CPU list %r" % p["cpus"])
     if not cpus:
         module.fail_json(msg="empty CPU list")
-    online = vhost.parse_cpus(open("/sys/devices/system/cpu/online").read())
+    online = parse_cpulist(open("/sys/devices/system/cpu/online").read())
     outside = [c for c in cpus if c not in online]
     if outside:
         module.fail_json(msg="CPUs %s are not online on this host (online: %s)"
-                         % (vhost.format_cpus(outside), vhost.format_cpus(online)))
+                         % (format_cpulist(outside), format_cpulist(online)))
     try:
         pid = p["pid"] or vhost.qemu_pid_of_domain(p["domain"], p["run_dir"])
         paths = list(p["backend_sockets"])
@@ -152,14 +153,14 @@ def main():
     errors = ["%s %d (%s): %s" % (r["kind"], r["tid"], r["comm"], r["error"])
               for r in results if "error" in r]
     if errors:
-        module.fail_json(msg="cannot pin to %s: %s" % (vhost.format_cpus(cpus), "; ".join(errors)),
+        module.fail_json(msg="cannot pin to %s: %s" % (format_cpulist(cpus), "; ".join(errors)),
                          changed=changed, pid=pid, backends=backends, threads=results)
     if not module.check_mode:
         bad = vhost.verify("/proc", workers, cpus)
         if bad:
             module.fail_json(msg="threads not on %s after pinning: %s"
-                             % (vhost.format_cpus(cpus), bad), threads=results)
-    module.exit_json(changed=changed, pid=pid, cpus=vhost.format_cpus(cpus), backends=backends,
+                             % (format_cpulist(cpus), bad), threads=results)
+    module.exit_json(changed=changed, pid=pid, cpus=format_cpulist(cpus), backends=backends,
                      threads=results)
 
 

@@ -1,0 +1,25 @@
+"""Compare the live system with a plan."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+from .host import Host
+from .kinds import read_current, satisfied, show
+from .plan import Plan
+
+
+def verify(host: Host, plan: Plan, unsupported: Optional[List[str]] = None) -> Tuple[List[Dict[str, Any]], int]:
+    """(drift entries, number of settings checked). Settings the driver refused are not checked."""
+    drift: List[Dict[str, Any]] = []
+    skip = set(unsupported or [])
+    checked = 0
+    for s in plan.settings:
+        if s.key in skip:
+            continue
+        checked += 1
+        cur = read_current(host, s)
+        if not satisfied(s, cur):
+            drift.append({"key": s.key, "iface": s.iface, "label": s.label, "target": s.target,
+                          "want": show(s.kind, s.want), "have": show(s.kind, cur)})
+    return drift, checked
