@@ -79,7 +79,7 @@ def main():
     results = []
     agent = None
     try:
-        wait_for_socket(p["socket"], 30)
+        wait_for_socket(p["socket"], min(30, p["boot_timeout"]))
         agent = Agent(p["socket"], connect_timeout=30)
         waited = agent.wait_ready(p["boot_timeout"])
         for cmd in p["commands"]:
