@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +37,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="guest kernel image to boot (built by scripts/build-guest.sh KERNEL)",
     )
     group.addoption(
+        "--qemu",
+        default=None,
+        help="QEMU binary to test (default: $QEMU, else $BUILD_DIR/qemu-build/qemu-system-x86_64), "
+        "e.g. a sanitizer build",
+    )
+    group.addoption(
         "--guest-log-dir",
         default=None,
         help="where each test's VM logs go (default: $BUILD_DIR/test-logs/guest-<kernel>)",
     )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # --qemu wins over $QEMU: the harness (vm.qemu_binary) reads the variable
+    path = config.getoption("--qemu", default=None)
+    if path:
+        os.environ["QEMU"] = str(Path(path).resolve())
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -145,6 +159,26 @@ def make_module_vm(
 ) -> Iterator[VMFactory]:
     """Like make_vm, for VMs shared by the tests of one module."""
     yield from _factory(request, image, qemu, log_root)
+
+
+_SUMMARY = pytest.StashKey[list[str]]()
+
+
+@pytest.fixture(scope="session")
+def record_summary(pytestconfig: pytest.Config) -> Callable[[str], None]:
+    """record_summary(line): a figure worth seeing in the run's log (e.g. a
+    migration downtime), printed in the terminal summary even when the test
+    passes."""
+    lines = pytestconfig.stash.setdefault(_SUMMARY, [])
+    return lines.append
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    lines = config.stash.get(_SUMMARY, [])
+    if lines:
+        terminalreporter.section("guest figures")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -478,6 +478,7 @@ class VM:
         accel: str | None = None,
         qemu: Path | None = None,
         boot_timeout: float = 180.0,
+        incoming: str | None = None,
     ) -> None:
         if smp < 1 or memory_mb < 128:
             raise HarnessError(f"bad VM size: smp={smp} memory={memory_mb}M")
@@ -490,6 +491,8 @@ class VM:
         self.append = append
         self.accel = accel
         self.boot_timeout = boot_timeout
+        # `-incoming URI`: the VM waits for a migration stream instead of booting
+        self.incoming = incoming
         self.log_dir = log_dir / name
         self.log_dir.mkdir(parents=True, exist_ok=True)
         # unix socket paths must stay short (108 bytes): use a private tmp dir
@@ -557,6 +560,7 @@ class VM:
             "-D", str(self.debug_log),
             "-d", "guest_errors",
             *self.extra_args,
+            *(["-incoming", self.incoming] if self.incoming else []),
         ]  # fmt: skip
 
     @staticmethod
@@ -617,6 +621,10 @@ class VM:
                     pass
                 raise GuestError(f"QMP connection failed: {exc}{self._exit_note()}") from exc
             self._qmp.settimeout(scaled(60))
+            if self.incoming:
+                # no boot: the guest arrives with the migration stream
+                self._note(f"# waiting for an incoming migration on {self.incoming}")
+                return self
             ready = self._console.wait_for(
                 re.compile(rb"@@AGENT-READY (\S+)@@"),
                 0,
@@ -760,6 +768,54 @@ class VM:
             raise HarnessError(f"VM {self.name} is not running")
         self._note(f"# qmp {command} {json.dumps(args)}")
         return self._qmp.cmd(command, **args)
+
+    def qmp_events(self, wait: float = 0.0) -> list[dict[str, Any]]:
+        """QMP events received so far (and taken off the queue); with `wait`,
+        waits up to that many seconds for a first one."""
+        if self._qmp is None:
+            raise HarnessError(f"VM {self.name} is not running")
+        try:
+            events = self._qmp.get_events(wait=wait if wait > 0 else False)
+        except TimeoutError:
+            return []
+        for ev in events:
+            self._note(f"# qmp event {json.dumps(ev)}")
+        return [dict(ev) for ev in events]
+
+    def wait_qmp_event(
+        self, name: str, timeout: float = 60, match: Callable[[dict[str, Any]], bool] | None = None
+    ) -> dict[str, Any]:
+        """The next QMP event called `name` (for which `match` is true)."""
+        deadline = time.monotonic() + scaled(timeout)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise GuestError(f"{self.name}: no QMP event {name} within {scaled(timeout):.0f}s")
+            if not self.alive():
+                raise GuestError(f"{self.name}: QEMU died waiting for QMP event {name}{self._exit_note()}")
+            for ev in self.qmp_events(wait=min(left, 1.0)):
+                if ev.get("event") == name and (match is None or match(ev)):
+                    return ev
+
+    def adopt_guest(self, release: str, timeout: float = 60) -> None:
+        """After an incoming migration completed: the guest (and its agent)
+        now run here; check that the agent answers on this VM's console."""
+        if not self.incoming:
+            raise HarnessError(f"VM {self.name} was not started with -incoming")
+        if self._console is None:
+            raise HarnessError(f"VM {self.name} is not running")
+        deadline = time.monotonic() + scaled(timeout)
+        while True:
+            try:
+                with self._lock:
+                    self._ping(self._console)
+                break
+            except GuestError:
+                if time.monotonic() > deadline or not self.alive():
+                    raise
+        self.release = release
+        self._ready = True
+        self._note(f"# adopted the migrated guest (kernel {release})")
 
     # ------------------------------------------------------------ console
     def run(self, cmd: str, timeout: float = 60, check: bool = False) -> Result:
