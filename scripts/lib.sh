@@ -88,3 +88,37 @@ fmt_duration() {
 VENV_DIR="$BUILD_DIR/venv"
 VENV_PYTHON="$VENV_DIR/bin/python3"
 export VENV_DIR VENV_PYTHON
+
+# The ASan + UBSan build made by scripts/fuzz.sh (also used by
+# scripts/run-qtest.sh --sanitizer).
+SANITIZER_BUILD_DIR="$BUILD_DIR/qemu-fuzz"
+export SANITIZER_BUILD_DIR
+
+# Export ASAN_OPTIONS and UBSAN_OPTIONS so that any sanitizer report ends
+# the process with an error and a symbolized stack trace. With a directory
+# argument, reports are also written to files there (asan.PID, ubsan.PID),
+# whoever prints them; sanitizer_reports lists them. Leak checking follows
+# SANITIZER_DETECT_LEAKS (default 0).
+sanitizer_env() {
+    local dir=${1:-} sym common
+    sym="$(command -v llvm-symbolizer || true)"
+    common="halt_on_error=1:abort_on_error=0:print_stacktrace=1:symbolize=1"
+    [[ -n "$sym" ]] && common+=":external_symbolizer_path=$sym"
+    ASAN_OPTIONS="$common:detect_leaks=${SANITIZER_DETECT_LEAKS:-0}"
+    UBSAN_OPTIONS="$common"
+    if [[ -n "$dir" ]]; then
+        ASAN_OPTIONS+=":log_path=$dir/asan"
+        UBSAN_OPTIONS+=":log_path=$dir/ubsan"
+    fi
+    export ASAN_OPTIONS UBSAN_OPTIONS
+    if [[ -n "$sym" ]]; then
+        export ASAN_SYMBOLIZER_PATH="$sym"
+    fi
+}
+
+# The files of sanitizer_env DIR that hold a report, one a line (warnings
+# alone, such as ASan's about QEMU's coroutine stack switching, are not).
+sanitizer_reports() {
+    find "$1" -maxdepth 1 -type f \( -name 'asan.*' -o -name 'ubsan.*' \) -size +0 \
+        -exec grep -lE 'ERROR: [A-Za-z]+Sanitizer|runtime error:|SUMMARY: [A-Za-z]+Sanitizer' {} + 2>/dev/null | sort
+}

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The guest suite's core scenarios against the ASan + UBSan QEMU that
+# scripts/fuzz.sh builds ($SANITIZER_BUILD_DIR/qemu-system-x86_64): traffic
+# both ways (guest<->host and port to port), the driver's offline self
+# test, link flaps and driver reloads, hot-unplug and re-plug under
+# traffic. Every QEMU the tests start writes sanitizer reports into one
+# directory; any report fails the run, whatever the tests themselves said.
+#
+# Usage: scripts/run-guest-sanitizer.sh [--kernel 6.1|6.12] [pytest args...]
+#   (default kernel 6.12; SANITIZER_DETECT_LEAKS=1 adds LeakSanitizer)
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+KERNEL=6.12
+if [[ "${1:-}" == --kernel ]]; then
+    (($# >= 2)) || die "--kernel needs a version"
+    KERNEL=$2
+    shift 2
+fi
+
+QEMU_BIN="$SANITIZER_BUILD_DIR/qemu-system-x86_64"
+[[ -x "$QEMU_BIN" ]] || die "$QEMU_BIN not built (scripts/fuzz.sh --build-only)"
+[[ -x "$VENV_PYTHON" ]] || die "$VENV_PYTHON missing; run scripts/deps.sh first"
+
+SCENARIOS=(
+    tests/guest/test_ixgbe_traffic.py
+    tests/guest/test_ixgbe_link.py
+    "tests/guest/test_ixgbe_probe.py::test_probe_without_warnings"
+    "tests/guest/test_ixgbe_probe.py::test_selftest_offline_msix"
+    "tests/guest/test_ixgbe_probe.py::test_qemu_quiet"
+    tests/guest/test_ixgbe_hotplug.py
+)
+
+reports="$(mktemp -d)"
+trap 'rm -rf "$reports"' EXIT
+sanitizer_env "$reports"
+
+rc=0
+(cd "$REPO_ROOT" && "$VENV_PYTHON" -m pytest -p no:cacheprovider -ra -v \
+    --kernel "$KERNEL" --qemu "$QEMU_BIN" "${SCENARIOS[@]}" "$@") || rc=$?
+
+mapfile -t found < <(sanitizer_reports "$reports")
+if ((${#found[@]})); then
+    for f in "${found[@]}"; do
+        printf '==== %s\n' "$(basename "$f")" >&2
+        cat "$f" >&2
+    done
+    die "${#found[@]} sanitizer report(s) from QEMU (above)"
+fi
+log "no sanitizer report from any QEMU the guest tests started"
+exit "$rc"

@@ -1,0 +1,302 @@
+#!/usr/bin/env python3
+"""Write seed inputs for QEMU's generic-fuzz-ixgbe target.
+
+libFuzzer finds its way into the device from an empty corpus, slowly: these
+seeds start it where a driver would be, with the receive and transmit rings
+set up and enabled, frames going out (to the slirp backend or looped back
+by HLREG0.LPBK), MSI-X vectors routed and the I/O BAR in use. Each seed is a
+sequence of generic-fuzz operations (tests/qtest/fuzz/generic_fuzz.c in
+QEMU) separated by "FUZZ"; descriptors and buffers come from its DMA
+patterns, which fill any guest memory the device reads.
+
+With --dict, it also writes a libFuzzer dictionary: the register offsets
+of hw/net/ixgbe_regs.h as the 32-bit operands of generic-fuzz's MMIO
+operations, so that mutations land on registers rather than on holes.
+
+Usage: make-seeds.py OUTPUT_DIR [--dict FILE REGS_HEADER]
+(scripts/fuzz.sh runs it before fuzzing)
+"""
+
+import hashlib
+import pathlib
+import re
+import struct
+import sys
+
+SEP = b"FUZZ"
+
+# generic-fuzz opcodes (enum cmds)
+OP_IN, OP_OUT, OP_READ, OP_WRITE, OP_PCI_READ, OP_PCI_WRITE = range(6)
+OP_ADD_DMA_PATTERN, OP_CLEAR_DMA_PATTERNS, OP_CLOCK_STEP = 7, 8, 9
+
+# Matched memory regions in address order: BAR0 (registers), then the
+# MSI-X table and PBA of BAR4. The I/O BAR is the only PIO region.
+MMIO, MSIX_TABLE = 0, 1
+LONG = 2
+
+# 82599 registers (queue 0 unless noted)
+CTRL = 0x0
+EICS = 0x808
+EIAC = 0x810
+EITR0 = 0x820
+EIMS = 0x880
+GPIE = 0x898
+IVAR0 = 0x900
+RDBAL = 0x1000
+RDBAH = 0x1004
+RDLEN = 0x1008
+RDH = 0x1010
+SRRCTL = 0x1014
+RDT = 0x1018
+RXDCTL = 0x1028
+RXCTRL = 0x3000
+HLREG0 = 0x4240
+DMATXCTL = 0x4A80
+FCTRL = 0x5080
+MRQC = 0x5818
+RETA0 = 0x5C00
+RSSRK0 = 0x5C80
+TDBAL = 0x6000
+TDBAH = 0x6004
+TDLEN = 0x6008
+TDH = 0x6010
+TDT = 0x6018
+TXDCTL = 0x6028
+TDWBAL = 0x6038
+EERD = 0x10014
+RXQ_STRIDE = 0x40
+
+
+def write(off, val, region=MMIO, size=LONG):
+    # struct { uint8_t size, base; uint32_t offset; uint64_t value; }
+    return bytes([OP_WRITE]) + struct.pack("<BBxxIQ", size, region, off, val)
+
+
+def read(off, region=MMIO, size=LONG):
+    return bytes([OP_READ]) + struct.pack("<BBxxI", size, region, off)
+
+
+def outl(port_off, val):
+    # struct { uint8_t size, base; uint16_t offset; uint32_t value; }
+    return bytes([OP_OUT]) + struct.pack("<BBHI", LONG, 0, port_off, val)
+
+
+def inl(port_off):
+    return bytes([OP_IN]) + struct.pack("<BBH", LONG, 0, port_off)
+
+
+def pci_write(off, val, size=LONG):
+    # struct { uint8_t size, base, offset; uint32_t value; }
+    return bytes([OP_PCI_WRITE]) + struct.pack("<BBBxI", size, 0, off, val)
+
+
+def dma_pattern(data, index=0, stride=0):
+    return bytes([OP_ADD_DMA_PATTERN, index, stride]) + data
+
+
+def clock_step():
+    return bytes([OP_CLOCK_STEP])
+
+
+def legacy_tx_desc(addr, length, cmd=0x0B):
+    # buffer address, length, CSO, CMD (EOP | IFCS | RS), STA, CSS, VLAN
+    return struct.pack("<QHBBBBH", addr, length, 0, cmd, 0, 0, 0)
+
+
+def adv_tx_data_desc(addr, length, paylen, tse=False):
+    dcmd = 0x01 | 0x02 | 0x08 | 0x20 | (0x80 if tse else 0)  # EOP IFCS RS DEXT [TSE]
+    cmd_type_len = length | (3 << 20) | (dcmd << 24)  # DTYP data
+    olinfo = (paylen << 14) | (0x3 << 8)  # PAYLEN, POPTS IXSM|TXSM
+    return struct.pack("<QII", addr, cmd_type_len, olinfo)
+
+
+def adv_tx_ctx_desc(maclen=14, iplen=20, l4len=20, mss=1448):
+    vlan_macip = (maclen << 9) | iplen
+    type_tucmd = (2 << 20) | (1 << 29) | (0x3 << 9)  # DTYP context, DEXT, IPV4 | L4T TCP
+    mss_l4len = (mss << 16) | (l4len << 8)
+    return struct.pack("<IIII", vlan_macip, 0, type_tucmd, mss_l4len)
+
+
+def arp_request():
+    eth = b"\xff" * 6 + bytes.fromhex("525400123456") + b"\x08\x06"
+    arp = struct.pack(">HHBBH", 1, 0x0800, 6, 4, 1) + bytes.fromhex("525400123456")
+    arp += bytes([10, 0, 2, 15]) + b"\x00" * 6 + bytes([10, 0, 2, 2])
+    return (eth + arp).ljust(60, b"\x00")
+
+
+def tcp_frame(payload=1500):
+    eth = bytes.fromhex("525400123500") + bytes.fromhex("525400123456") + b"\x08\x00"
+    ip = struct.pack(
+        ">BBHHHBBH4s4s",
+        0x45,
+        0,
+        20 + 20 + payload,
+        1,
+        0x4000,
+        64,
+        6,
+        0,
+        bytes([10, 0, 2, 15]),
+        bytes([10, 0, 2, 2]),
+    )
+    tcp = struct.pack(">HHIIBBHHH", 40000, 80, 1, 0, 0x50, 0x18, 65535, 0, 0)
+    return eth + ip + tcp + bytes(range(256)) * (payload // 256) + b"\x00" * (payload % 256)
+
+
+def rings(rx=True, tx=True, queue=0, ndesc=64, loopback=False):
+    ops = [write(FCTRL, 0x700), write(HLREG0, 0x8002 if loopback else 0x0002)]
+    q = queue * RXQ_STRIDE
+    if rx:
+        ops += [
+            write(RDBAL + q, 0x00200000 + queue * 0x10000),
+            write(RDBAH + q, 0),
+            write(RDLEN + q, ndesc * 16),
+            write(SRRCTL + q, 0x2),
+            write(RXDCTL + q, 1 << 25),
+            write(RDT + q, ndesc - 1),
+            write(RXCTRL, 1),
+        ]
+    if tx:
+        ops += [
+            write(TDBAL + q, 0x00300000 + queue * 0x10000),
+            write(TDBAH + q, 0),
+            write(TDLEN + q, ndesc * 16),
+            write(TXDCTL + q, 1 << 25),
+            write(DMATXCTL, 1),
+        ]
+    return ops
+
+
+def interrupts():
+    return [
+        write(GPIE, 0x80000000 | 0x10),
+        write(IVAR0, 0x81808180),
+        write(EITR0, 0x200),
+        write(EIAC, 0xFFFF),
+        write(EIMS, 0x7FFFFFFF),
+    ]
+
+
+def msix():
+    ops = [pci_write(0x72, 0x8000 | 63, size=1)]
+    for v in range(4):
+        ops += [
+            write(v * 16, 0xFEE00000 + v * 0x1000, MSIX_TABLE),
+            write(v * 16 + 8, 0x4040 + v, MSIX_TABLE),
+            write(v * 16 + 12, 0, MSIX_TABLE),
+        ]
+    return ops
+
+
+def seeds():
+    out = {}
+    # Transmit to slirp: one descriptor whose buffer holds an ARP request
+    # (the two patterns alternate: descriptor read, buffer read), so that
+    # slirp answers and the receive path runs.
+    out["arp-to-slirp"] = (
+        rings()
+        + interrupts()
+        + [dma_pattern(legacy_tx_desc(0x00400000, 60)), dma_pattern(arp_request()), write(TDT, 1)]
+        + [clock_step()] * 4
+        + [read(0x3FA0), read(TDH), read(RDH)]
+    )
+    # Loopback: frames come straight back into the receive ring.
+    out["loopback"] = (
+        rings(loopback=True)
+        + interrupts()
+        + [dma_pattern(legacy_tx_desc(0x00400000, 60), index=2, stride=1), write(TDT, 8)]
+        + [clock_step()] * 3
+        + [read(RDH), read(EICS)]
+    )
+    # Advanced descriptors with TSO (context + data) and checksum offload.
+    out["tso-loopback"] = rings(loopback=True) + [
+        dma_pattern(adv_tx_ctx_desc() + adv_tx_data_desc(0x00400000, 3054, 3000, tse=True)),
+        dma_pattern(tcp_frame(3000)),
+        write(TDT, 2),
+        clock_step(),
+        read(TDH),
+    ]
+    # Head write-back and WTHRESH batching.
+    out["tx-head-writeback"] = rings(rx=False) + [
+        write(TDWBAL, 0x00500000 | 1),
+        write(TXDCTL, (1 << 25) | (4 << 16)),
+        dma_pattern(legacy_tx_desc(0x00400000, 64)),
+        write(TDT, 5),
+        clock_step(),
+        write(TXDCTL, 0),
+        read(TDH),
+    ]
+    # MSI-X: table entries, vectors routed through IVAR, interrupts forced.
+    out["msix"] = msix() + interrupts() + [write(EICS, 0xF)] + [clock_step()] * 3
+    # RSS over 4 queues.
+    ops = []
+    for qn in range(4):
+        ops += rings(tx=(qn == 0), queue=qn, loopback=True)
+    ops += [write(MRQC, 0x1 | (1 << 16) | (1 << 17) | (1 << 22))]
+    ops += [write(RETA0 + 4 * i, 0x03020100) for i in range(4)]
+    ops += [write(RSSRK0 + 4 * i, 0x6D5A6D5A) for i in range(10)]
+    ops += [
+        dma_pattern(legacy_tx_desc(0x00400000, 60)),
+        dma_pattern(tcp_frame(0)),
+        write(TDT, 2),
+        clock_step(),
+        read(RDH),
+    ]
+    out["rss-loopback"] = ops
+    # I/O BAR (IOADDR/IODATA) and EEPROM reads.
+    out["ioaddr-eeprom"] = [
+        outl(0, EERD),
+        outl(4, 0x1),
+        inl(4),
+        outl(0, 0x4240),
+        inl(4),
+        write(EERD, 0x3F << 2 | 1),
+        read(EERD),
+        outl(0, 0x1FFFC),
+        inl(4),
+    ]
+    # Software reset with the rings running.
+    out["reset-running"] = (
+        rings(loopback=True)
+        + interrupts()
+        + [
+            dma_pattern(legacy_tx_desc(0x00400000, 60)),
+            write(TDT, 3),
+            write(CTRL, 1 << 26),
+            clock_step(),
+            read(CTRL),
+        ]
+    )
+    return out
+
+
+def write_dict(path, header):
+    regs = re.findall(
+        r"^#define\s+(IXGBE_\w+)\s+0x([0-9A-Fa-f]{5})\b", pathlib.Path(header).read_text(), re.M
+    )
+    lines = []
+    for name, hexval in regs:
+        enc = "".join("\\x%02x" % b for b in struct.pack("<I", int(hexval, 16)))
+        lines.append('%s="%s"' % (name.lower(), enc))
+    lines.append('separator="FUZZ"')
+    pathlib.Path(path).write_text("\n".join(lines) + "\n")
+
+
+def main():
+    args = sys.argv[1:]
+    if len(args) == 4 and args[1] == "--dict":
+        write_dict(args[2], args[3])
+        args = args[:1]
+    if len(args) != 1:
+        sys.exit(__doc__)
+    outdir = pathlib.Path(args[0])
+    outdir.mkdir(parents=True, exist_ok=True)
+    for name, ops in seeds().items():
+        data = SEP.join(ops)
+        path = outdir / ("seed-" + name + "-" + hashlib.sha1(data).hexdigest()[:12])
+        path.write_bytes(data)
+        print(path)
+
+
+if __name__ == "__main__":
+    main()
