@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from scenarios import WIRE_NET, Guest, load_driver
+from scenarios import WIRE_NET, Guest, load_driver, wire_back_to_back
 from vm import VM, GuestError, VMFactory, dgram_netdev, free_tcp_port, mac_address, nic_args, scaled
 
 # Migration parameters used for every migration here: no bandwidth cap (the
@@ -338,14 +338,7 @@ class MigratingGuest:
         devs = vm.wait_netdevs(driver, 2)[:2]
         self.g = Guest(vm, driver, devs, self.macs, vm.uptime())
         a, b = devs
-        vm.sh(f"ip netns add peer && ip link set {b} netns peer")
-        vm.link_up(a, f"{WIRE_NET}.1/24")
-        vm.link_up(b, f"{WIRE_NET}.2/24", netns="peer")
-        vm.wait_carrier(a)
-        vm.wait_until(
-            f"carrier on {b} in netns peer",
-            lambda: vm.run(f"ip netns exec peer cat /sys/class/net/{b}/carrier").stdout.strip() == "1",
-        )
+        wire_back_to_back(vm, a, b)
         r = vm.ping(f"{WIRE_NET}.2", count=3)
         if not r.ok:
             raise GuestError(f"no traffic between the two ports after boot:\n{r.stdout}")

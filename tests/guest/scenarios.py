@@ -230,6 +230,19 @@ def check_rss(
     return report
 
 
+def wire_back_to_back(vm: VM, a: str, b: str) -> None:
+    """Port a in the root namespace at WIRE_NET.1, port b in namespace
+    "peer" at WIRE_NET.2; returns once both see carrier."""
+    vm.sh(f"ip netns add peer && ip link set {b} netns peer")
+    vm.link_up(a, f"{WIRE_NET}.1/24")
+    vm.link_up(b, f"{WIRE_NET}.2/24", netns="peer")
+    vm.wait_carrier(a)
+    vm.wait_until(
+        f"carrier on {b} in netns peer",
+        lambda: vm.run(f"ip netns exec peer cat /sys/class/net/{b}/carrier").stdout.strip() == "1",
+    )
+
+
 def check_back_to_back(
     g: Guest,
     log_dir: Path,
@@ -243,14 +256,7 @@ def check_back_to_back(
     direction."""
     vm = g.vm
     a, b = g.devs
-    vm.sh(f"ip netns add peer && ip link set {b} netns peer")
-    vm.link_up(a, f"{WIRE_NET}.1/24")
-    vm.link_up(b, f"{WIRE_NET}.2/24", netns="peer")
-    vm.wait_carrier(a)
-    vm.wait_until(
-        f"carrier on {b} in netns peer",
-        lambda: vm.run(f"ip netns exec peer cat /sys/class/net/{b}/carrier").stdout.strip() == "1",
-    )
+    wire_back_to_back(vm, a, b)
     before = (vm.ethtool_stats(a), vm.ethtool_stats(b, netns="peer"))
     out: dict[str, float] = {}
     for mtu in mtus:
