@@ -23,12 +23,11 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
-from scenarios import WIRE_NET, Guest, load_driver, wire_back_to_back
-from vm import VM, GuestError, VMFactory, dgram_netdev, free_tcp_port, mac_address, nic_args, scaled
+from scenarios import WIRE_NET, Guest, back_to_back_args, load_driver, wire_back_to_back
+from vm import VM, GuestError, VMFactory, free_tcp_port, mac_address, scaled
 
 # Migration parameters used for every migration here: no bandwidth cap (the
 # default 128 MiB/s may never converge under bulk traffic in a TCG guest),
@@ -303,21 +302,6 @@ _RXDCTL_ENABLE = 1 << 25
 
 
 # ------------------------------------------------------ migrating guest
-def back_to_back_args(model: str, macs: Sequence[str]) -> Callable[[Path], list[str]]:
-    """Arguments for two NICs of `model` whose wires are connected to each
-    other through unix datagram sockets in the VM's private directory."""
-
-    def args_for(d: Path) -> list[str]:
-        return (
-            nic_args(model, "w0", 0, macs[0])
-            + nic_args(model, "w1", 1, macs[1])
-            + dgram_netdev("w0", d / "a", d / "b")
-            + dgram_netdev("w1", d / "b", d / "a")
-        )
-
-    return args_for
-
-
 class MigratingGuest:
     """A guest with two ports of `model` back to back (port 0 198.51.100.1 in
     the root namespace, port 1 198.51.100.2 in netns "peer") that can be

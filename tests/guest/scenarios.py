@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from frames import FramePort
@@ -120,9 +120,9 @@ def boot_dgram_nic(
     return g, port
 
 
-def boot_back_to_back(make_vm: VMFactory, model: str, driver: str, *, smp: int = 2) -> Guest:
-    """A VM with two NICs whose wires are connected to each other."""
-    macs = [mac_address(0), mac_address(1)]
+def back_to_back_args(model: str, macs: Sequence[str]) -> Callable[[Path], list[str]]:
+    """Arguments for two NICs of `model` whose wires are connected to each
+    other through unix datagram sockets in the VM's private directory."""
 
     def args_for(d: Path) -> list[str]:
         return (
@@ -132,7 +132,13 @@ def boot_back_to_back(make_vm: VMFactory, model: str, driver: str, *, smp: int =
             + dgram_netdev("w1", d / "b", d / "a")
         )
 
-    vm = make_vm(smp=smp, args_factory=args_for)
+    return args_for
+
+
+def boot_back_to_back(make_vm: VMFactory, model: str, driver: str, *, smp: int = 2) -> Guest:
+    """A VM with two NICs whose wires are connected to each other."""
+    macs = [mac_address(0), mac_address(1)]
+    vm = make_vm(smp=smp, args_factory=back_to_back_args(model, macs))
     load_driver(vm, driver)
     devs = vm.wait_netdevs(driver, 2)[:2]
     return Guest(vm, driver, devs, macs, vm.uptime())
