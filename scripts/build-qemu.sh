@@ -5,10 +5,12 @@
 #   2. the pristine tree becomes a git repository (commit "pristine", tag
 #      "pristine") once, so the patch state is tracked;
 #   3. qemu-patches/*.patch are applied in order ('git am'); when the series
-#      changes, the tree is reset to pristine and the series applied again;
-#   4. the project's own files are symlinked into the tree (same relative
-#      paths): hw/net/ixgbe*.[ch], tests/qtest/ixgbe*.[ch],
-#      tests/qtest/libqos/ixgbe*.[ch];
+#      changes, the tree is reset to pristine and the series applied again
+#      (the device doc and trace events reach the tree here: the series
+#      carries them, derived from docs/system/devices/ixgbe.rst and
+#      hw/net/trace-events-ixgbe by scripts/export-patches.sh);
+#   4. the project's own sources are symlinked into the tree (same relative
+#      paths): hw/net/ixgbe*.[ch], tests/qtest/ixgbe*.[ch];
 #   5. configure runs once into $BUILD_DIR/qemu-build (again only when the
 #      option list or the source changes);
 #   6. ninja builds qemu-system-x86_64 and the qtest binaries for the ixgbe
@@ -77,7 +79,6 @@ GIT_ID=(-c user.name="qemu-ixgbe build" -c user.email="build@qemu-ixgbe.invalid"
 LINK_GLOBS=(
     'hw/net/ixgbe*.c' 'hw/net/ixgbe*.h'
     'tests/qtest/ixgbe*.c' 'tests/qtest/ixgbe*.h'
-    'tests/qtest/libqos/ixgbe*.c' 'tests/qtest/libqos/ixgbe*.h'
 )
 
 # Debian's firmware directories (packages seabios, qemu-system-data,
@@ -324,22 +325,20 @@ ninja -C "$QBUILD_DIR" build.ninja >>"$NINJA_LOG" 2>&1 ||
     die "regenerating $QBUILD_DIR/build.ninja failed (see $NINJA_LOG)"
 
 targets=(qemu-system-x86_64)
-# The ixgbe qtest: a qgraph test (libqos driver present) lives in qos-test;
-# a stand-alone test gets a binary of its own named after its file.
+# The ixgbe qtests: stand-alone tests, a binary each named after its file.
 shopt -s nullglob
-qos_drivers=("$REPO_ROOT"/tests/qtest/libqos/ixgbe*.c)
 qtest_srcs=("$REPO_ROOT"/tests/qtest/ixgbe*-test.c)
 shopt -u nullglob
-if ((${#qos_drivers[@]})); then
-    targets+=(tests/qtest/qos-test)
-fi
 for t in "${qtest_srcs[@]}"; do
     name="tests/qtest/$(basename "$t" .c)"
     if ninja_has "$name"; then
         targets+=("$name")
-    elif ((${#qos_drivers[@]} == 0)); then
+    else
         warn "$name.c exists but the QEMU build has no target $name (is it listed in tests/qtest/meson.build by a patch?)"
     fi
+done
+for t in "${QEMU_UNIT_TESTS[@]}"; do
+    ninja_has "$t" && targets+=("$t")
 done
 # shellcheck disable=SC2206
 targets+=(${EXTRA_NINJA_TARGETS:-})
@@ -379,7 +378,7 @@ steps="$(grep -cE '^\[[0-9]+/[0-9]+\] ' "$NINJA_LOG" || true)"
 # Our own files must compile without warnings, even though QEMU's tree is
 # built with -Werror off. Objects with warnings are deleted so the next build
 # compiles them (and reports them) again.
-own_warnings="$(grep -E '(^|/)(hw/net/ixgbe|tests/qtest/ixgbe|tests/qtest/libqos/ixgbe)[^:/]*:[0-9]+(:[0-9]+)?: warning:' "$NINJA_LOG" || true)"
+own_warnings="$(grep -E '(^|/)(hw/net/ixgbe|tests/qtest/ixgbe)[^:/]*:[0-9]+(:[0-9]+)?: warning:' "$NINJA_LOG" || true)"
 if [[ -n "$own_warnings" ]]; then
     find "$QBUILD_DIR" -name '*ixgbe*.o' -delete
     if [[ "${IXGBE_ALLOW_WARNINGS:-0}" == 1 ]]; then

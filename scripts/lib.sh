@@ -94,6 +94,14 @@ export VENV_DIR VENV_PYTHON
 SANITIZER_BUILD_DIR="$BUILD_DIR/qemu-fuzz"
 export SANITIZER_BUILD_DIR
 
+# QEMU's own unit tests that cover QEMU code the patch series changes
+# (ninja targets of the QEMU build): scripts/build-qemu.sh builds them and
+# scripts/run-qtest.sh runs them with the ixgbe qtests.
+# shellcheck disable=SC2034 # used by the scripts that source this file
+QEMU_UNIT_TESTS=(
+    tests/unit/test-io-task # qemu-patches: io/task, results at default priority
+)
+
 # Export ASAN_OPTIONS and UBSAN_OPTIONS so that any sanitizer report ends
 # the process with an error and a symbolized stack trace. With a directory
 # argument, reports are also written to files there (asan.PID, ubsan.PID),

@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
-# Run the ixgbe qtests against the QEMU built by scripts/build-qemu.sh.
-#
-#   * stand-alone tests: every $BUILD_DIR/qemu-build/tests/qtest/ixgbe*-test
-#     binary, run whole;
-#   * qgraph tests (a libqos ixgbe driver): the paths of qos-test that
-#     contain "ixgbe", selected with -p.
+# Run the ixgbe qtests against the QEMU built by scripts/build-qemu.sh:
+# every $BUILD_DIR/qemu-build/tests/qtest/ixgbe*-test binary (stand-alone
+# tests, one per tests/qtest/ixgbe*-test.c), run whole, then QEMU's own
+# unit tests of the QEMU code the patch series changes (QEMU_UNIT_TESTS in
+# scripts/lib.sh).
 #
 # Fails when no ixgbe qtest can be found, or when any test fails.
 #
@@ -54,23 +53,17 @@ for t in "${standalone[@]}"; do
     timeout -k 10 "$QTEST_TIMEOUT" "$t" --tap -k "$@" | tee -a "$TAP_LOG" || failed+=("$(basename "$t")")
 done
 
-QOS_TEST="$QBUILD_DIR/tests/qtest/qos-test"
-if [[ -x "$QOS_TEST" ]]; then
-    mapfile -t paths < <(timeout -k 10 120 "$QOS_TEST" -l | grep -E '/ixgbe' || true)
-    if ((${#paths[@]})); then
-        log "running ${#paths[@]} ixgbe path(s) of qos-test"
-        args=()
-        for p in "${paths[@]}"; do
-            args+=(-p "$p")
-        done
-        ran=$((ran + 1))
-        timeout -k 10 "$QTEST_TIMEOUT" "$QOS_TEST" --tap -k "${args[@]}" "$@" | tee -a "$TAP_LOG" || failed+=(qos-test)
-    fi
-fi
-
 if ((ran == 0)); then
-    die "no ixgbe qtest found: neither tests/qtest/ixgbe*-test binaries nor ixgbe paths in qos-test (built by scripts/build-qemu.sh?)"
+    die "no ixgbe qtest found: no ${QBUILD_DIR#"$BUILD_DIR"/}/tests/qtest/ixgbe*-test binary (built by scripts/build-qemu.sh?)"
 fi
+# QEMU's unit tests of code the patch series changes (lib.sh)
+for u in "${QEMU_UNIT_TESTS[@]}"; do
+    t="$QBUILD_DIR/$u"
+    [[ -x "$t" ]] || die "$u not built (scripts/build-qemu.sh builds it)"
+    log "running ${t#"$BUILD_DIR"/} --tap -k"
+    ran=$((ran + 1))
+    timeout -k 10 "$QTEST_TIMEOUT" "$t" --tap -k | tee -a "$TAP_LOG" || failed+=("$(basename "$t")")
+done
 n_skip="$(grep -cE '^ok [0-9]+ .*# *SKIP' "$TAP_LOG" || true)"
 n_ok="$(grep -cE '^ok [0-9]+' "$TAP_LOG" || true)"
 n_fail="$(grep -cE '^not ok [0-9]+' "$TAP_LOG" || true)"
@@ -85,7 +78,7 @@ if [[ "$SANITIZER" == 1 ]]; then
     san_note=", ASan+UBSan: ${#reports[@]} sanitizer report(s)"
     ((${#reports[@]} == 0)) || failed+=("sanitizer reports")
 fi
-log "ixgbe qtests: $n_ok passed, $n_fail failed, $n_skip skipped ($ran program(s)$san_note)"
+log "ixgbe qtests and QEMU unit tests: $n_ok passed, $n_fail failed, $n_skip skipped ($ran program(s)$san_note)"
 if ((${#failed[@]})); then
     die "ixgbe qtests failed: ${failed[*]}"
 fi

@@ -71,11 +71,14 @@ def migrate_vm(
         if not src.alive() or not dst.alive():
             raise GuestError(f"a QEMU died during migration ({status}){_qemu_note(src, dst)}")
         if time.monotonic() > deadline:
-            # no migrate_cancel: cancelling a migration stuck in "setup" has
-            # aborted QEMU 10.0 ("invalid runstate transition"); the fixtures
-            # kill both QEMUs
+            # no migrate_cancel: a cancel followed by a late connection
+            # callback has aborted QEMU ("invalid runstate transition", see
+            # docs/hardening.md); the fixtures kill both QEMUs. What each
+            # QEMU was doing goes into the report.
+            stacks = "\n".join(vm.thread_stacks() for vm in (src, dst))
             raise GuestError(
                 f"migration not completed after {scaled(timeout):.0f}s: {json.dumps(info)}{_qemu_note(src, dst)}"
+                f"\n{stacks}"
             )
         time.sleep(0.1)
     while True:

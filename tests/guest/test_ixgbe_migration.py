@@ -61,8 +61,6 @@ AFTER_MOVE_S = 6
 MAX_PENDING_MIGRATIONS = 6
 PENDING_DOWNTIME_LIMIT_MS = 1000
 # RX/TX ring size for the pending-state test: small, so that rings fill up
-# (with 64, TCP through this device stalls for seconds under this load even
-# without migration, which would hide what migration does)
 SMALL_RING = 128
 # the igb comparison costs a boot and two migrations: one kernel is enough
 IGB_BASELINE_KERNEL = "6.12"

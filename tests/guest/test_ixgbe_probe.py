@@ -4,6 +4,7 @@ and INTx), with 4 vCPUs and the stock Linux driver."""
 from __future__ import annotations
 
 import re
+import shutil
 
 import pytest
 
@@ -68,6 +69,16 @@ def test_selftest_offline_msix(g: Guest) -> None:
 
 def test_qemu_quiet(g: Guest) -> None:
     assert_qemu_quiet(g.vm)
+
+
+def test_thread_stacks_of_a_running_qemu(g: Guest) -> None:
+    """The diagnostics a hung test records: every QEMU thread by name and,
+    with gdb, their backtraces."""
+    text = g.vm.thread_stacks()
+    assert re.search(r"thread \d+ CPU 0/TCG: ", text), text
+    assert (g.vm.log_dir / "thread-stacks.txt").read_text().strip() == text.strip()
+    if shutil.which("gdb"):
+        assert re.search(r"^#\d+ .* in ", text, re.MULTILINE), text
 
 
 def test_selftest_offline_intx(require_ixgbe: None, make_vm: VMFactory) -> None:

@@ -33,6 +33,7 @@ import math
 import os
 import re
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -760,6 +761,35 @@ class VM:
             if text:
                 parts.append(f"--- {f.name} ---\n{text}")
         return "\n".join(parts)
+
+    def thread_stacks(self, timeout: float = 60) -> str:
+        """Every QEMU thread's name, state and, where gdb is installed, its
+        backtrace: what a hung QEMU was doing. Also written to the log dir."""
+        pid = self.pid
+        if pid is None or not self.alive():
+            return f"{self.name}: QEMU is not running"
+        lines = [f"{self.name}: QEMU pid {pid}"]
+        for task in sorted(Path(f"/proc/{pid}/task").glob("*"), key=lambda t: int(t.name)):
+            try:
+                comm = (task / "comm").read_text().strip()
+                state = next(ln for ln in (task / "status").read_text().splitlines() if ln.startswith("State:"))
+                wchan = (task / "wchan").read_text().strip()
+            except (OSError, StopIteration):
+                continue
+            lines.append(f"  thread {task.name} {comm}: {state.split(':', 1)[1].strip()} in {wchan or '-'}")
+        gdb = shutil.which("gdb")
+        if gdb:
+            res = subprocess.run(
+                [gdb, "-p", str(pid), "-batch", "-nx", "-ex", "set pagination off", "-ex", "thread apply all bt"],
+                capture_output=True, text=True, timeout=timeout, check=False,
+            )
+            lines.append(res.stdout.strip() or res.stderr.strip())
+        text = "\n".join(lines)
+        try:
+            (self.log_dir / "thread-stacks.txt").write_text(text + "\n")
+        except OSError:
+            pass
+        return text
 
     # ---------------------------------------------------------------- QMP
     def qmp(self, command: str, **args: Any) -> Any:
