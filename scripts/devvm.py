@@ -236,8 +236,26 @@ def boot_failure(vm: VM, exc: Exception, boot_timeout: int) -> str:
     return f"the guest agent did not answer within {boot_timeout} s ({exc})"
 
 
-def interactive_shell(path: Path) -> None:
-    """Connect the terminal (or stdin/stdout) to the guest shell on ttyS1."""
+def strip_marker(pending: bytes, data: bytes, marker: bytes = SHELL_END) -> tuple[bytes, bytes, bool]:
+    """Split console output into what can be shown now and what must wait
+    (a tail that may be the start of `marker`); the marker itself is never
+    shown, however the bytes were chunked. Returns (show, pending, seen)."""
+    buf = pending + data
+    at = buf.find(marker)
+    if at >= 0:
+        return buf[:at], b"", True
+    keep = 0
+    for n in range(min(len(marker) - 1, len(buf)), 0, -1):
+        if marker.startswith(buf[-n:]):
+            keep = n
+            break
+    return buf[:len(buf) - keep], buf[len(buf) - keep:], False
+
+
+def interactive_shell(path: Path) -> str:
+    """Connect the terminal (or stdin/stdout) to the guest shell on ttyS1.
+    Returns why it ended: "exit" (the guest shell exited), "detach" (Ctrl-])
+    or "closed" (the guest side went away)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(str(path))
     stdin_fd, stdout_fd = sys.stdin.fileno(), sys.stdout.fileno()
@@ -247,7 +265,7 @@ def interactive_shell(path: Path) -> None:
         say("shell on the guest: leave with 'exit' or Ctrl-]")
         tty.setraw(stdin_fd)
     sock.sendall(b"\n")
-    tail = b""
+    pending = b""
     stdin_open = True
     try:
         while True:
@@ -256,15 +274,16 @@ def interactive_shell(path: Path) -> None:
             if sock in ready:
                 data = sock.recv(65536)
                 if not data:
-                    return
-                tail = (tail + data)[-64:]
-                os.write(stdout_fd, data.replace(SHELL_END, b""))
-                if SHELL_END in tail:
-                    return
+                    os.write(stdout_fd, pending)
+                    return "closed"
+                show, pending, seen = strip_marker(pending, data)
+                os.write(stdout_fd, show)
+                if seen:
+                    return "exit"
             if stdin_open and stdin_fd in ready:
                 data = os.read(stdin_fd, 4096)
                 if is_tty and b"\x1d" in data:
-                    return
+                    return "detach"
                 if not data:
                     stdin_open = False  # piped input used up: wait for the shell to finish
                     continue
@@ -332,7 +351,9 @@ def run(args: argparse.Namespace) -> int:
                     rc = res.rc
                     say(f"exit status {rc} after {res.seconds:.1f} s")
             if args.shell:
-                interactive_shell(vm.sock_path("shell"))
+                ended = interactive_shell(vm.sock_path("shell"))
+                say({"exit": "the guest shell exited", "detach": "detached from the guest shell",
+                     "closed": "the guest shell's port closed"}[ended])
             return rc
         except GuestError as exc:
             raise NoBoot(f"the VM failed: {exc}") from exc

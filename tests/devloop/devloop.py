@@ -1,6 +1,6 @@
 """The developer's one-line change to ixgbe and its out-of-tree build, shared by
 the dev-loop tests (tests/devloop) and the test_vm role's test
-(tests/ansible/test_ci_vm.py)."""
+(the collection's tests/integration/pytest/test_ci_vm.py)."""
 from __future__ import annotations
 
 import hashlib

@@ -97,7 +97,30 @@ def test_interactive_shell(guest_61: Path, tmp_path: Path, no_qemu_left: None) -
     assert run.rc == 0, run.stderr
     # the terminal's echo of the input and the shell's prompts come in between
     assert re.search(r"eth0\s+UP\s+10\.0\.2\.15/24", run.stdout), run.stdout
-    assert "@@GUEST-SHELL-END@@" in run.stdout  # the shell exited, devvm ended with it
+    # devvm ended because the shell did, and its end-of-shell marker stays hidden
+    assert "the guest shell exited" in run.stderr, run.stderr
+    assert "GUEST-SHELL-END" not in run.stdout, run.stdout
+
+
+def test_shell_end_marker_hidden_however_chunked() -> None:
+    sys.path.insert(0, str(REPO / "scripts"))
+    import devvm as script  # noqa: PLC0415 - the script, not the conftest helper
+
+    stream = b"$ exit\r\n" + script.SHELL_END + b"\r\n"
+    for cut in range(1, len(stream)):
+        for parts in ((stream[:cut], stream[cut:]), tuple(stream[i:i + 1] for i in range(len(stream)))):
+            shown, pending, seen = b"", b"", False
+            for part in parts:
+                out, pending, seen = script.strip_marker(pending, part)
+                shown += out
+                if seen:
+                    break
+            assert seen and shown == b"$ exit\r\n", (cut, shown)
+    # a prefix of the marker that does not become the marker is shown
+    out, pending, seen = script.strip_marker(b"", b"ls @@GUEST")
+    assert (out, pending, seen) == (b"ls ", b"@@GUEST", False)
+    out, pending, seen = script.strip_marker(pending, b"S\r\n")
+    assert (out, pending, seen) == (b"@@GUESTS\r\n", b"", False)
 
 
 # ---------------------------------------------------------------- bad input
