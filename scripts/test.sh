@@ -64,7 +64,7 @@ CLOSING = re.compile(
     r"(=+ .*\b(passed|failed|error|errors|skipped|deselected|no tests ran)\b.* in [0-9.]+s.* =+"
     r"|^checkpatch: \d+ file\(s\) checked.*"
     r"|^# (pass|fail|skip)\s+\d+"
-    r"|^\[run-qtest\] .*)$"
+    r"|^\[(run-qtest|export-patches)\] .*)$"
 )
 
 counts = {"passed": 0, "failed": 0, "skipped": 0}
