@@ -7,7 +7,8 @@
 #     is missing.
 #   * Python: a virtualenv in $BUILD_DIR/venv with the union of
 #     scripts/deps/pip-*.txt, re-run only when those lists (or the base
-#     interpreter) change.
+#     interpreter) change; then ansible-test's sanity virtualenvs
+#     ($BUILD_DIR/ansible-test, scripts/ansible-sanity.sh --prime).
 #
 # Environment:
 #   BUILD_DIR   build directory (default: <repo>/build)
@@ -140,7 +141,17 @@ venv_setup() {
     printf '%s\n' "$want" >"$stamp_file"
 }
 
+# ansible-test runs its sanity tools (pylint, yamllint, ...) from virtualenvs
+# of their own; made once from PyPI, so that the ansible-sanity test runs
+# offline. Quick when they exist.
+sanity_venvs() {
+    [[ -x "$VENV_DIR/bin/ansible-test" ]] || return 0
+    bash "$REPO_ROOT/scripts/ansible-sanity.sh" --prime ||
+        die "scripts/ansible-sanity.sh --prime failed (see above)"
+}
+
 t0=$(now_s)
 apt_install_missing
 venv_setup
+sanity_venvs
 log "done in $(fmt_duration $(($(now_s) - t0)))"

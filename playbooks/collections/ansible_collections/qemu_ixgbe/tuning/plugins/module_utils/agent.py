@@ -54,13 +54,17 @@ class Agent(object):
             self.sock.close()
             self.sock = None
 
+    def _socket(self) -> socket.socket:
+        if self.sock is None:
+            raise AgentError("the connection to %s is closed" % self.path)
+        return self.sock
+
     def _send(self, line: str) -> None:
-        assert self.sock is not None
-        self.sock.sendall(line.encode("ascii") + b"\n")
+        self._socket().sendall(line.encode("ascii") + b"\n")
 
     def _lines(self, deadline: float):
         """Yield console lines (without CR/LF) until the deadline."""
-        assert self.sock is not None
+        sock = self._socket()
         while True:
             while b"\n" in self.buf:
                 raw, self.buf = self.buf.split(b"\n", 1)
@@ -71,9 +75,9 @@ class Agent(object):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return
-            self.sock.settimeout(min(remaining, 1.0))
+            sock.settimeout(min(remaining, 1.0))
             try:
-                data = self.sock.recv(65536)
+                data = sock.recv(65536)
             except socket.timeout:
                 continue
             if not data:

@@ -5,7 +5,7 @@
 #
 # vhost.py is also the stand-alone libvirt hook helper and cannot import this
 # module there, so it carries a copy of the block below, kept identical by
-# tests/ansible/test_cpulist.py (which rewrites the copy when
+# tests/unit/plugins/module_utils/test_cpulist.py (which rewrites the copy when
 # CPULIST_UPDATE_COPY=1 is set).
 from __future__ import annotations
 

@@ -52,16 +52,16 @@ def _same_cpus(a: Optional[str], b: Optional[str]) -> bool:
         return a == b
 
 
-def _child(parent: ET.Element, tag: str, create: bool = True) -> Optional[ET.Element]:
+def _child(parent: ET.Element, tag: str) -> ET.Element:
+    """The first child named tag, created when there is none."""
     found = parent.find(tag)
-    if found is None and create:
+    if found is None:
         found = ET.SubElement(parent, tag)
     return found
 
 
 def _set_text(root: ET.Element, tag: str, value: str, changes: Changes, what: str) -> None:
     el = _child(root, tag)
-    assert el is not None
     if (el.text or "").strip() != value:
         changes.append("%s: %s -> %s" % (what, (el.text or "").strip() or "unset", value))
         el.text = value
@@ -71,7 +71,6 @@ def _set_text(root: ET.Element, tag: str, value: str, changes: Changes, what: st
 
 def _vcpus(root: ET.Element, n: int, changes: Changes) -> None:
     el = _child(root, "vcpu")
-    assert el is not None
     current = (el.text or "").strip()
     if current != str(n):
         changes.append("vcpu count: %s -> %d" % (current or "unset", n))
@@ -85,7 +84,6 @@ def _vcpus(root: ET.Element, n: int, changes: Changes) -> None:
 def _pins(root: ET.Element, tag: str, key: str, wanted: Mapping[Any, Any], changes: Changes,
           limit: Optional[int] = None) -> None:
     cputune = _child(root, "cputune")
-    assert cputune is not None
     wanted_s = {str(k): str(v) for k, v in wanted.items()}
     for el in list(cputune.findall(tag)):
         ident = el.get(key)
@@ -112,7 +110,6 @@ def _pins(root: ET.Element, tag: str, key: str, wanted: Mapping[Any, Any], chang
 
 def _emulatorpin(root: ET.Element, cpus: str, changes: Changes) -> None:
     cputune = _child(root, "cputune")
-    assert cputune is not None
     el = cputune.find("emulatorpin")
     if el is None:
         ET.SubElement(cputune, "emulatorpin", {"cpuset": cpus})
@@ -141,7 +138,6 @@ def _numatune(root: ET.Element, spec: Mapping[str, Any], changes: Changes) -> No
     mode = str(spec.get("mode", "strict"))
     nodeset = str(spec["nodeset"])
     nt = _child(root, "numatune")
-    assert nt is not None
     mem = nt.find("memory")
     if mem is None:
         ET.SubElement(nt, "memory", {"mode": mode, "nodeset": nodeset})
@@ -340,14 +336,13 @@ def _interface_matches(el: ET.Element, spec: Mapping[str, Any]) -> List[str]:
     rom_off = rom is not None and rom.get("enabled") == "no"
     if rom_off == spec["rom"]:
         diffs.append("option ROM %s -> %s" % ("off" if rom_off else "on",
-                                             "on" if spec["rom"] else "off"))
+                                              "on" if spec["rom"] else "off"))
     return diffs
 
 
 def _interfaces(root: ET.Element, specs: Sequence[Mapping[str, Any]], exclusive: bool,
                 changes: Changes) -> None:
     devices = _child(root, "devices")
-    assert devices is not None
     norm = [normalize_interface(s) for s in specs]
     macs = [s["mac"] for s in norm]
     if len(set(macs)) != len(macs):
@@ -425,7 +420,6 @@ def apply_plan(xml_text: str, plan: Mapping[str, Any],
         _memory_backing(root, str(plan["memory_backing"]), changes)
     if want("emulator"):
         devices = _child(root, "devices")
-        assert devices is not None
         _set_text(devices, "emulator", str(plan["emulator"]), changes, "emulator")
     if want("interfaces"):
         _interfaces(root, plan["interfaces"], bool(plan.get("interfaces_exclusive")), changes)

@@ -128,18 +128,15 @@ def plan_pinning(topology: Mapping[str, Any], vcpus: int, nic: Optional[str] = N
         raise PlanError("vCPU count must be a positive integer, got %r" % (vcpus,))
     if isinstance(iothreads, bool) or not isinstance(iothreads, int) or iothreads < 0:
         raise PlanError("iothread count must be a non-negative integer, got %r" % (iothreads,))
-    if nic is None and node is None:
-        raise PlanError("give a host NIC or a NUMA node to plan for")
-    chosen = None
-    if nic is not None:
-        chosen = nic_node(topology, nic)
     if node is not None:
-        node = int(node)
-        if chosen is not None and chosen != node:
+        chosen = int(node)
+        if nic is not None and nic_node(topology, nic) != chosen:
             raise PlanError("host NIC %r is on node %d, not on the requested node %d"
-                            % (nic, chosen, node))
-        chosen = node
-    assert chosen is not None
+                            % (nic, nic_node(topology, nic), chosen))
+    elif nic is not None:
+        chosen = nic_node(topology, nic)
+    else:
+        raise PlanError("give a host NIC or a NUMA node to plan for")
     reserved = set(as_cpus(reserved_cpus))
     cores = [[c for c in core if c not in reserved] for core in cores_of_node(topology, chosen)]
     cores = [c for c in cores if c]

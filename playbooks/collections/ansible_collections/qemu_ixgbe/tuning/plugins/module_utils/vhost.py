@@ -27,7 +27,6 @@ import os
 import re
 import socket
 import struct
-import sys
 import time
 import xml.etree.ElementTree as ET
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, TextIO, Tuple
@@ -510,4 +509,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -24,7 +24,7 @@ options:
     description: Fail (naming the domain) when it does not exist.
     type: bool
     default: true
-author: qemu-ixgbe project
+author: qemu-ixgbe project (!UNKNOWN)
 """
 
 EXAMPLES = r"""

@@ -45,7 +45,7 @@ options:
     description: Destroy and start a running domain when a change needs a restart.
     type: bool
     default: false
-author: qemu-ixgbe project
+author: qemu-ixgbe project (!UNKNOWN)
 """
 
 EXAMPLES = r"""

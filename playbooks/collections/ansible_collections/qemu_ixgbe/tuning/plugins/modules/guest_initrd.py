@@ -46,7 +46,7 @@ options:
     type: list
     elements: str
     default: []
-author: qemu-ixgbe project
+author: qemu-ixgbe project (!UNKNOWN)
 """
 
 EXAMPLES = r"""

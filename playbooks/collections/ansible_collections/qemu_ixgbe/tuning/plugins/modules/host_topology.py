@@ -24,7 +24,7 @@ options:
     type: list
     elements: str
     default: []
-author: qemu-ixgbe project
+author: qemu-ixgbe project (!UNKNOWN)
 """
 
 EXAMPLES = r"""

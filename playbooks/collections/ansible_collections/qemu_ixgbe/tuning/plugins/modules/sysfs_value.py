@@ -21,7 +21,7 @@ options:
     description: The wanted content.
     type: str
     required: true
-author: qemu-ixgbe project
+author: qemu-ixgbe project (!UNKNOWN)
 """
 
 EXAMPLES = r"""

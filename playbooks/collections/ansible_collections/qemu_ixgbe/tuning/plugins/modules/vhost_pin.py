@@ -13,8 +13,8 @@ description:
     C(vhost-<tid>) kernel threads. Threads of vhost-user backend processes
     and QEMU threads matching O(name_pattern) are included too.
   - A vhost-user backend is found through its socket (O(find_backends),
-    O(backend_sockets)): the process at the other end of QEMU's connection on
-    that path, whichever side listens. O(backend_pids) names backends directly.
+    O(backend_sockets)), as the process at the other end of QEMU's connection
+    on that path, whichever side listens. O(backend_pids) names backends directly.
   - Backend threads are never moved between cgroups; a backend whose cpuset
     cgroup excludes O(cpus) makes the module fail.
   - Pins each to O(cpus) with sched_setaffinity and reads the result back
@@ -60,7 +60,7 @@ options:
     description: Where libvirt keeps C(<domain>.pid).
     type: path
     default: /run/libvirt/qemu
-author: qemu-ixgbe project
+author: qemu-ixgbe project (!UNKNOWN)
 """
 
 EXAMPLES = r"""

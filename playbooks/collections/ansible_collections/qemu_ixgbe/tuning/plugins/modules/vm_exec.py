@@ -36,7 +36,7 @@ options:
     description: Fail the task when a command exits non-zero or times out.
     type: bool
     default: true
-author: qemu-ixgbe project
+author: qemu-ixgbe project (!UNKNOWN)
 """
 
 EXAMPLES = r"""

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from conftest import REPO, virsh
+from harness import REPO, virsh
 
 from ansible_collections.qemu_ixgbe.tuning.plugins.module_utils.agent import Agent
 
@@ -135,4 +135,3 @@ def wait_for_log(path: Path, domain: str, timeout: float = 30) -> Dict:
                     return entry
         time.sleep(0.3)
     raise AssertionError("no hook log entry for %s in %s" % (domain, path))
-

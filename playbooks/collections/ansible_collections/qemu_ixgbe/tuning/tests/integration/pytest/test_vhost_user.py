@@ -19,7 +19,7 @@ from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
 
-from conftest import require_numa_binding, run_playbook, virsh, write_inventory
+from harness import require_numa_binding, run_playbook, virsh, write_inventory
 from domains import (define, domain_xml, remove_domain, site_hostvars, start, thread_cpus,
                      wait_for_log)
 from dpdk import Testpmd, find_testpmd
@@ -110,7 +110,7 @@ def test_first_run_attaches_the_backend_and_pins_its_threads(env: Dict[str, Any]
     assert pinned["changed"] and {t["kind"] for t in pinned["threads"]} == {"backend"}
     assert {t["tgid"] for t in pinned["threads"]} == {backend.pid}
     assert sorted(t["comm"] for t in pinned["threads"]) == sorted(
-        n for n, v in before.items() for _ in v)
+        n for n, v in before.items() for _thread in v)
     assert all(parse_cpulist(t["before"]) == env["all_cpus"] for t in pinned["threads"])
 
     after = backend_cpus(backend.pid)

@@ -5,8 +5,8 @@ from typing import Any, Dict
 
 import pytest
 
-from conftest import two_node_topology
 from ansible_collections.qemu_ixgbe.tuning.plugins.module_utils import topology as t
+from ansible_collections.qemu_ixgbe.tuning.tests.unit.topologies import two_node_topology
 
 
 def one_node(cpus: int = 2, smt: bool = False) -> Dict[str, Any]:

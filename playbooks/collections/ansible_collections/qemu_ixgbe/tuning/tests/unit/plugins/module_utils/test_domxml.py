@@ -69,22 +69,22 @@ def test_plan_lands_in_the_xml() -> None:
 
 
 def test_second_application_changes_nothing() -> None:
-    new, _ = domxml.apply_plan(BASE, PLAN)
+    new, _changes = domxml.apply_plan(BASE, PLAN)
     again, changes = domxml.apply_plan(new, PLAN)
     assert changes == []
     assert again == new
 
 
 def test_equal_cpu_lists_in_other_spelling_are_no_change() -> None:
-    new, _ = domxml.apply_plan(BASE, {"vcpus": 1, "vcpupin": {"0": "4-5"}, "emulatorpin": "6,7"})
+    new, _changes = domxml.apply_plan(BASE, {"vcpus": 1, "vcpupin": {"0": "4-5"}, "emulatorpin": "6,7"})
     respelled = new.replace("cpuset=\"4-5\"", "cpuset=\"4,5\"").replace("\"6,7\"", "\"6-7\"")
-    _, changes = domxml.apply_plan(respelled, {"vcpus": 1, "vcpupin": {"0": "4-5"},
-                                               "emulatorpin": "6-7"})
+    _new, changes = domxml.apply_plan(respelled, {"vcpus": 1, "vcpupin": {"0": "4-5"},
+                                                  "emulatorpin": "6-7"})
     assert changes == []
 
 
 def test_fewer_vcpus_drop_stale_pins() -> None:
-    new, _ = domxml.apply_plan(BASE, PLAN)
+    new, _changes = domxml.apply_plan(BASE, PLAN)
     smaller, changes = domxml.apply_plan(new, {"vcpus": 1, "vcpupin": {"0": "4"}})
     root = ET.fromstring(smaller)
     assert [e.get("vcpu") for e in root.findall("cputune/vcpupin")] == ["0"]
@@ -96,7 +96,7 @@ def test_vhost_user_interface_and_shared_memory() -> None:
             "interfaces": [{"mac": "52:54:00:aa:bb:03", "type": "vhostuser",
                             "source": {"path": "/run/vhu0.sock", "mode": "server"},
                             "queues": 2}]}
-    new, _ = domxml.apply_plan(BASE, plan)
+    new, _changes = domxml.apply_plan(BASE, plan)
     root = ET.fromstring(new)
     mb = root.find("memoryBacking")
     assert mb.find("hugepages") is not None and mb.find("access").get("mode") == "shared"
@@ -104,7 +104,7 @@ def test_vhost_user_interface_and_shared_memory() -> None:
     assert iface.find("source").attrib == {"mode": "server", "path": "/run/vhu0.sock",
                                            "type": "unix"}
     assert iface.find("driver").attrib == {"queues": "2"}
-    _, changes = domxml.apply_plan(new, plan)
+    _new, changes = domxml.apply_plan(new, plan)
     assert changes == []
     memfd, changes = domxml.apply_plan(new, {"memory_backing": "memfd"})
     assert ET.fromstring(memfd).find("memoryBacking/source").get("type") == "memfd"
@@ -137,7 +137,7 @@ def test_pins_beyond_the_vcpu_count_fail() -> None:
 
 
 def test_read_pins() -> None:
-    new, _ = domxml.apply_plan(BASE, PLAN)
+    new, _changes = domxml.apply_plan(BASE, PLAN)
     pins = domxml.read_pins(new)
     assert pins["vcpus"] == 2 and pins["vcpupin"] == {"0": "4", "1": "5"}
     assert pins["emulatorpin"] == "7" and pins["numatune"] == {"mode": "strict", "nodeset": "1"}

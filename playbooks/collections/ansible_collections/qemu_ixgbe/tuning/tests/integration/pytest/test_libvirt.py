@@ -14,7 +14,7 @@ from typing import Any, Dict, Iterator
 
 import pytest
 
-from conftest import has_ixgbe, require_numa_binding, run_playbook, virsh, write_inventory
+from harness import has_ixgbe, require_numa_binding, run_playbook, virsh, write_inventory
 from domains import (cpu_flags, define, domain_xml, remove_domain, site_hostvars, start,
                      thread_cpus, wait_for_log)
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 from typing import Callable, List
 
 import pytest
 
-from conftest import COLLECTION
 from ansible_collections.qemu_ixgbe.tuning.plugins.module_utils import cpulist, topology, vhost
 
-MODULE_UTILS = COLLECTION / "plugins" / "module_utils"
+MODULE_UTILS = Path(cpulist.__file__).resolve().parent
 BLOCK = re.compile(r"^# --- cpulist: begin -+\n.*?^# --- cpulist: end -+\n", re.M | re.S)
 
 PARSERS = {
@@ -81,7 +81,8 @@ def test_hook_copy_is_the_cpulist_block() -> None:
         copies = BLOCK.findall(path.read_text())
     assert copies[0] == original.group(0), (
         "vhost.py's copy of the CPU list block differs from cpulist.py; "
-        "rewrite it with CPULIST_UPDATE_COPY=1 pytest tests/ansible/test_cpulist.py")
+        "rewrite it with CPULIST_UPDATE_COPY=1 pytest "
+        "tests/unit/plugins/module_utils/test_cpulist.py")
 
 
 def test_hook_helper_needs_nothing_from_the_collection() -> None:
