@@ -27,6 +27,8 @@
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=scripts/debsrc.sh
+. "$(dirname "${BASH_SOURCE[0]}")/debsrc.sh"
 
 QEMU_DEB_VERSIONS="${QEMU_DEB_VERSIONS:-1:10.0.13+ds-0+deb13u1 1:10.0.*}"
 QEMU_DEB_SUITES="${QEMU_DEB_SUITES:-trixie}"
@@ -93,112 +95,10 @@ fetch_user_tree() {
 }
 
 # --------------------------------------------------------- Debian source ---
-
-# The Debian archive URL the host's apt already uses (first non-security
-# "deb" site), unless DEBIAN_MIRROR says otherwise.
-debian_mirror() {
-    if [[ -n "${DEBIAN_MIRROR:-}" ]]; then
-        printf '%s' "${DEBIAN_MIRROR%/}"
-        return
-    fi
-    local site
-    # shellcheck disable=SC2016  # apt's own $(FIELD) syntax, not the shell's
-    site="$(apt-get indextargets --format '$(SITE) $(RELEASE) $(TARGET_OF)' 2>/dev/null |
-        awk '$3 == "deb" && $2 !~ /-security$/ && $1 ~ /\/debian\/?$/ { print $1; exit }')"
-    [[ -n "$site" ]] ||
-        die "could not find a Debian mirror in the host's apt sources; set DEBIAN_MIRROR=<archive URL>"
-    printf '%s' "${site%/}"
-}
-
-APT_OPTS=()
-setup_private_apt() {
-    local mirror suite
-    mirror="$(debian_mirror)"
-    mkdir -p "$APT_DIR/lists/partial" "$APT_DIR/cache/archives/partial" "$APT_DIR/sources.list.d"
-    : >"$APT_DIR/sources.list"
-    for suite in $QEMU_DEB_SUITES; do
-        printf 'deb-src %s %s main\n' "$mirror" "$suite" >>"$APT_DIR/sources.list"
-    done
-    APT_OPTS=(
-        -o "Dir::Etc::SourceList=$APT_DIR/sources.list"
-        -o "Dir::Etc::SourceParts=$APT_DIR/sources.list.d"
-        -o "Dir::State::Lists=$APT_DIR/lists"
-        -o "Dir::Cache=$APT_DIR/cache"
-        -o "APT::Sandbox::User=$(id -un)"
-    )
-}
-
-apt_update_private() {
-    log "updating private apt lists ($(tr '\n' ';' <"$APT_DIR/sources.list"))"
-    apt-get "${APT_OPTS[@]}" -q update >"$APT_DIR/update.log" 2>&1 || {
-        cat "$APT_DIR/update.log" >&2
-        die "apt-get update with the private sources list $APT_DIR/sources.list failed"
-    }
-    if grep -qE '^(W|E):' "$APT_DIR/update.log"; then
-        grep -E '^(W|E):' "$APT_DIR/update.log" >&2
-    fi
-}
-
-# Versions of source package qemu in the private lists, newest first.
-available_versions() {
-    apt-cache "${APT_OPTS[@]}" showsrc qemu 2>/dev/null |
-        awk '/^Package:/ { p = $2 } /^Version:/ && p == "qemu" { print $2 }' |
-        sort -u | sort_versions_desc
-}
-
-sort_versions_desc() {
-    local -a vs=()
-    local v i j tmp
-    mapfile -t vs
-    for ((i = 1; i < ${#vs[@]}; i++)); do
-        for ((j = i; j > 0; j--)); do
-            if dpkg --compare-versions "${vs[j]}" gt "${vs[j - 1]}"; then
-                tmp=${vs[j]} vs[j]=${vs[j - 1]} vs[j - 1]=$tmp
-            else
-                break
-            fi
-        done
-    done
-    ((${#vs[@]})) && printf '%s\n' "${vs[@]}"
-    return 0
-}
-
-dsc_name() {
-    local v=${1#*:}
-    printf 'qemu_%s.dsc' "$v"
-}
-
-# True when the .dsc of version $1 and every file it lists are in $DL_DIR.
-cached_complete() {
-    local dsc f
-    dsc="$DL_DIR/$(dsc_name "$1")"
-    [[ -f "$dsc" ]] || return 1
-    while read -r f; do
-        [[ -f "$DL_DIR/$f" ]] || return 1
-    done < <(awk '/^Files:/ { on = 1; next } /^[^ ]/ { on = 0 } on && NF == 3 { print $3 }' "$dsc")
-    return 0
-}
-
-# Cached versions (from .dsc files), newest first.
-cached_versions() {
-    local d
-    for d in "$DL_DIR"/qemu_*.dsc; do
-        [[ -f "$d" ]] || continue
-        awk '/^Version:/ { print $2; exit }' "$d"
-    done | sort -u | sort_versions_desc
-}
-
-matching() { # versions on stdin matching pattern $1 (exact or glob)
-    local pat=$1 v
-    while read -r v; do
-        # shellcheck disable=SC2053  # $pat is a glob on purpose
-        [[ "$v" == $pat ]] && printf '%s\n' "$v"
-    done
-    return 0
-}
+# (download helpers shared with scripts/build-ipxe.sh: scripts/debsrc.sh)
 
 fetch_debian() {
-    local spec_ident chosen="" pat v first_pat tried=() ident new
+    local spec_ident chosen first_pat ident new
     spec_ident="debian qemu versions=[$QEMU_DEB_VERSIONS] suites=[$QEMU_DEB_SUITES]"
     local cur
     cur="$(current_ident)"
@@ -207,57 +107,23 @@ fetch_debian() {
         echo "qemu-src: ${cur%% debian qemu versions=*}"
         return 0
     fi
-    need_cmd apt-get apt-cache dpkg-source dpkg
-    mkdir -p "$DL_DIR"
+    need_cmd dpkg-source
     read -r first_pat _ <<<"$QEMU_DEB_VERSIONS"
-
-    # 1. a cached download that satisfies an acceptable version (in list order)
-    for pat in $QEMU_DEB_VERSIONS; do
-        while read -r v; do
-            if cached_complete "$v"; then
-                chosen=$v
-                log "using cached Debian source qemu $v"
-                break 2
-            fi
-        done < <(cached_versions | matching "$pat")
-    done
-
-    # 2. otherwise ask the archive, via the private apt state
-    if [[ -z "$chosen" ]]; then
-        setup_private_apt
-        apt_update_private
-        local -a avail
-        mapfile -t avail < <(available_versions)
-        log "qemu source versions offered by [$QEMU_DEB_SUITES]: ${avail[*]:-none}"
-        for pat in $QEMU_DEB_VERSIONS; do
-            while read -r v; do
-                [[ -n "$v" ]] || continue
-                [[ " ${tried[*]} " == *" $v "* ]] && continue
-                tried+=("$v")
-                log "downloading Debian source qemu=$v"
-                if (cd "$DL_DIR" && apt-get "${APT_OPTS[@]}" -q source --download-only "qemu=$v") \
-                    >"$APT_DIR/source.log" 2>&1 && cached_complete "$v"; then
-                    chosen=$v
-                    break 2
-                fi
-                warn "download of qemu=$v failed:"
-                grep -E '^(E|W|Err):' "$APT_DIR/source.log" >&2 || tail -n 5 "$APT_DIR/source.log" >&2
-            done < <(printf '%s\n' "${avail[@]}" | matching "$pat")
-        done
-        [[ -n "$chosen" ]] ||
-            die "no acceptable qemu source version could be downloaded (wanted: $QEMU_DEB_VERSIONS; offered: ${avail[*]:-none}; tried: ${tried[*]:-none}). Set QEMU_DEB_VERSIONS, QEMU_DEB_SUITES or QEMU_SRC."
-    fi
+    debsrc_download qemu "$QEMU_DEB_VERSIONS" "$QEMU_DEB_SUITES" "$DL_DIR" "$APT_DIR"
+    chosen=$DEBSRC_CHOSEN
+    [[ -n "$chosen" ]] ||
+        die "no acceptable qemu source version could be downloaded (wanted: $QEMU_DEB_VERSIONS; offered: $DEBSRC_OFFERED; tried: $DEBSRC_TRIED). Set QEMU_DEB_VERSIONS, QEMU_DEB_SUITES or QEMU_SRC."
     if [[ "$chosen" != "$first_pat" ]]; then
         warn "using qemu $chosen instead of the preferred $first_pat"
     fi
 
-    log "unpacking $(dsc_name "$chosen") with dpkg-source -x (applies debian/patches)"
+    log "unpacking $(debsrc_dsc_name qemu "$chosen") with dpkg-source -x (applies debian/patches)"
     new="$(mktemp -d "$BUILD_DIR/qemu-src.new.XXXXXX")"
     rmdir "$new"
-    dpkg-source --no-copy -x "$DL_DIR/$(dsc_name "$chosen")" "$new" >"$BUILD_DIR/qemu-src.unpack.log" 2>&1 || {
+    dpkg-source --no-copy -x "$DL_DIR/$(debsrc_dsc_name qemu "$chosen")" "$new" >"$BUILD_DIR/qemu-src.unpack.log" 2>&1 || {
         cat "$BUILD_DIR/qemu-src.unpack.log" >&2
         rm -rf "$new"
-        die "dpkg-source -x $(dsc_name "$chosen") failed"
+        die "dpkg-source -x $(debsrc_dsc_name qemu "$chosen") failed"
     }
     ident="debian-qemu $chosen $spec_ident"
     install_tree "$new" "$ident"

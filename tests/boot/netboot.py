@@ -1,0 +1,297 @@
+"""Network boot of the test guest through the emulated 82599's boot ROM.
+
+A `NetbootVM` is the guest harness's `VM` (tests/guest/vm.py) without
+direct kernel boot: the firmware (SeaBIOS, or OVMF for UEFI) boots from the
+NIC, whose option ROM is iPXE (scripts/build-ipxe.sh), over QEMU's user
+network. Its TFTP directory (in the VM's log directory) serves
+
+- `boot.ipxe`, an iPXE script that prints what iPXE knows of the NIC and
+  loads the guest image's kernel and initramfs with the harness's kernel
+  command line, so the guest agent comes up as with direct kernel boot;
+- `vmlinuz`, `initrd.img` (links to the guest image);
+- `snponly-chain.efi` for UEFI: OVMF's own PXE client (the ROM only drives
+  the NIC there, as QEMU's ROMs do) boots an EFI program, which then runs
+  `boot.ipxe`.
+
+SeaBIOS shows its screen (and iPXE's) on the serial console through its
+"sercon" (fw_cfg etc/sercon-port); OVMF writes to the serial console itself.
+When nothing can be booted the firmware ends the run: SeaBIOS reboots at once
+(`-boot reboot-timeout=0` with `-no-reboot`), OVMF's shell runs
+`startup.nsh` from a small FAT disk, which prints `NO_BOOT_MARK` and powers
+off. A run without a working boot ROM therefore ends quickly, with a reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shutil
+import struct
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from vm import VM, GuestImage, HarnessError
+
+VENDOR = 0x8086
+# iPXE's name (the intelx driver's table) of each device ID the project presents
+IPXE_CHIP = {0x1517: "82599-kr", 0x10FB: "82599-sfp", 0x10F8: "82599-combo-backplane"}
+MAC = "52:54:00:12:34:56"
+GUEST_IP = "10.0.2.15"
+HOST_IP = "10.0.2.2"
+BOOT_SCRIPT = "boot.ipxe"
+UEFI_NBP = "snponly-chain.efi"
+# what boot.ipxe prints first: iPXE's view of the NIC it booted from
+PXE_MARK = "IXGBE-PXE"
+# what OVMF's shell prints when no boot option worked (startup.nsh)
+NO_BOOT_MARK = "IXGBE-NO-NETBOOT"
+# OVMF builds in Debian: 4 MiB flash (bookworm, trixie), 2 MiB (bookworm only)
+OVMF_CANDIDATES = (
+    (Path("/usr/share/OVMF/OVMF_CODE_4M.fd"), Path("/usr/share/OVMF/OVMF_VARS_4M.fd")),
+    (Path("/usr/share/OVMF/OVMF_CODE.fd"), Path("/usr/share/OVMF/OVMF_VARS.fd")),
+)
+
+_ANSI = re.compile(r"\x1b(\[[0-9;?=]*[A-Za-z]|[()][0-9A-Za-z])")
+
+
+def clean_console(text: str) -> str:
+    """Console text without terminal escapes and carriage returns."""
+    return _ANSI.sub("", text).replace("\r", "")
+
+
+def busid(device_id: int) -> str:
+    """iPXE's ${netX/busid} of a PCI NIC: bus type 1, vendor, device."""
+    raw = struct.pack(">BHH", 1, VENDOR, device_id)
+    return ":".join(f"{b:02x}" for b in raw)
+
+
+# ---------------------------------------------------------------- the ROMs
+@dataclasses.dataclass(frozen=True)
+class RomImage:
+    """One image of a PCI expansion ROM (PCI Firmware spec 3.0, 5.1)."""
+
+    offset: int
+    length: int
+    vendor: int
+    device: int
+    class_code: int
+    revision: int  # PCI data structure revision
+    code_type: int  # 0 x86 legacy, 3 EFI
+    last: bool
+    checksum_ok: bool
+    # EFI images only
+    efi_subsystem: int | None = None
+    efi_machine: int | None = None
+    efi_compressed: bool | None = None
+
+
+def parse_rom(data: bytes) -> list[RomImage]:
+    """The images of a PCI option ROM file, in order; ValueError if malformed."""
+    images: list[RomImage] = []
+    off = 0
+    while True:
+        if off + 0x1A > len(data) or data[off : off + 2] != b"\x55\xaa":
+            raise ValueError(f"no ROM signature 55 AA at {off:#x}")
+        pcir = off + struct.unpack_from("<H", data, off + 0x18)[0]
+        if pcir + 0x18 > len(data) or data[pcir : pcir + 4] != b"PCIR":
+            raise ValueError(f"no PCI data structure for the image at {off:#x}")
+        vendor, device = struct.unpack_from("<HH", data, pcir + 4)
+        revision = data[pcir + 0xC]
+        class_code = int.from_bytes(data[pcir + 0xD : pcir + 0x10], "little")
+        length = struct.unpack_from("<H", data, pcir + 0x10)[0] * 512
+        code_type, indicator = data[pcir + 0x14], data[pcir + 0x15]
+        if length == 0 or off + length > len(data):
+            raise ValueError(f"image at {off:#x}: length {length} runs past the file ({len(data)})")
+        subsystem = machine = None
+        compressed = None
+        if code_type == 3:
+            sig, subsystem, machine, compression = struct.unpack_from("<IHHH", data, off + 4)
+            if sig != 0x0EF1:
+                raise ValueError(f"EFI image at {off:#x} without the EFI signature (got {sig:#x})")
+            compressed = compression == 1
+        # The bytes of an image (its declared length) sum to zero.
+        checksum_ok = sum(data[off : off + length]) % 256 == 0
+        images.append(
+            RomImage(off, length, vendor, device, class_code, revision, code_type,
+                     bool(indicator & 0x80), checksum_ok, subsystem, machine, compressed)
+        )  # fmt: skip
+        if indicator & 0x80:
+            return images
+        off += length
+
+
+@dataclasses.dataclass(frozen=True)
+class BootRoms:
+    """What scripts/build-ipxe.sh made ($BUILD_DIR/ipxe, manifest.txt)."""
+
+    directory: Path
+    roms: dict[int, Path]  # device id -> ROM file
+    uefi_nbp: Path
+    manifest: str
+
+    def rom(self, device_id: int) -> Path:
+        try:
+            return self.roms[device_id]
+        except KeyError:
+            raise HarnessError(
+                f"no boot ROM for {VENDOR:04x}:{device_id:04x} in {self.directory} "
+                f"(built: {', '.join(f'{d:04x}' for d in self.roms)})"
+            ) from None
+
+
+def load_boot_roms(directory: Path) -> BootRoms:
+    manifest = directory / "manifest.txt"
+    text = manifest.read_text()
+    roms: dict[int, Path] = {}
+    nbp: Path | None = None
+    for line in text.splitlines():
+        f = line.split()
+        if f and f[0] == "rom" and len(f) >= 3:
+            roms[int(f[2].split(":")[1], 16)] = directory / f[1]
+        elif f and f[0] == "test-nbp" and len(f) >= 2:
+            nbp = directory / f[1]
+    missing = [p for p in [*roms.values(), *([nbp] if nbp else [])] if not p.is_file()]
+    if not roms or nbp is None or missing:
+        raise HarnessError(f"{manifest} lists no ROMs, no test NBP, or files that are gone: {missing}")
+    return BootRoms(directory, roms, nbp, text)
+
+
+def find_ovmf() -> tuple[Path, Path]:
+    """(code, vars template) of Debian's OVMF (package ovmf)."""
+    for code, varstore in OVMF_CANDIDATES:
+        if code.is_file() and varstore.is_file():
+            return code, varstore
+    raise HarnessError(
+        "OVMF not found (" + ", ".join(str(c) for c, _ in OVMF_CANDIDATES) + "): install Debian's ovmf"
+    )
+
+
+# ----------------------------------------------------------------- the VM
+class NetbootVM(VM):
+    """The test guest, booted from the network through the NIC's option ROM.
+
+    `model`: the NIC's device type. `romfile`: its romfile property ("" =
+    no ROM; None = the device's default); it is looked up like QEMU's own
+    ROMs, in the data directories, with `rom_dirs` added by -L. `firmware`:
+    "bios" (SeaBIOS, `-boot n`) or "uefi" (OVMF, the NIC first in the boot
+    order).
+    """
+
+    def __init__(
+        self,
+        image: GuestImage,
+        *,
+        name: str,
+        log_dir: Path,
+        firmware: str,
+        machine: str,
+        romfile: str | None,
+        model: str = "ixgbe",
+        rom_dirs: Sequence[Path] = (),
+        uefi_nbp: Path | None = None,
+        qemu: Path | None = None,
+        boot_timeout: float = 240.0,
+    ) -> None:
+        if firmware not in ("bios", "uefi"):
+            raise HarnessError(f"firmware must be bios or uefi, got {firmware!r}")
+        if firmware == "uefi" and uefi_nbp is None:
+            raise HarnessError("a UEFI network boot needs the EFI boot program (uefi_nbp)")
+        # guest.net=dhcp: the booted kernel's driver takes the NIC over and configures it
+        super().__init__(image, name=name, log_dir=log_dir, qemu=qemu, append="guest.net=dhcp",
+                         boot_timeout=boot_timeout)  # fmt: skip
+        self.firmware = firmware
+        self.machine = machine
+        self.romfile = romfile
+        self.model = model
+        self.rom_dirs = list(rom_dirs)
+        self.tftp_dir = self.log_dir / "tftp"
+        self._uefi_nbp = uefi_nbp
+        self._prepare()
+
+    def kernel_cmdline(self) -> str:
+        """The kernel command line the harness would pass with -append."""
+        argv = super().command_line("tcg")
+        return argv[argv.index("-append") + 1]
+
+    def _prepare(self) -> None:
+        if self.tftp_dir.exists():
+            shutil.rmtree(self.tftp_dir)
+        self.tftp_dir.mkdir(parents=True)
+        (self.tftp_dir / "vmlinuz").symlink_to(self.image.vmlinuz)
+        (self.tftp_dir / "initrd.img").symlink_to(self.image.initrd)
+        # initrd= names the image for the kernel's EFI stub; the BIOS path ignores it
+        (self.tftp_dir / BOOT_SCRIPT).write_text(
+            "#!ipxe\n"
+            f"echo {PXE_MARK} chip=${{net0/chip}} busid=${{net0/busid}} mac=${{net0/mac}} ip=${{net0/ip}}\n"
+            f"kernel vmlinuz initrd=initrd.img {self.kernel_cmdline()}\n"
+            "initrd initrd.img\n"
+            "boot\n"
+        )
+        if self.firmware == "bios":
+            # SeaBIOS's serial console: a little-endian I/O port number
+            (self.log_dir / "sercon-port.bin").write_bytes(struct.pack("<H", 0x3F8))
+        else:
+            assert self._uefi_nbp is not None
+            shutil.copyfile(self._uefi_nbp, self.tftp_dir / UEFI_NBP)
+            _, varstore = find_ovmf()
+            shutil.copyfile(varstore, self.log_dir / "ovmf-vars.fd")
+            esp = self.log_dir / "esp"
+            esp.mkdir(exist_ok=True)
+            (esp / "startup.nsh").write_text(f"echo {NO_BOOT_MARK}\r\nreset -s\r\n")
+
+    def firmware_args(self) -> list[str]:
+        if self.firmware == "bios":
+            return [
+                "-fw_cfg", f"name=etc/sercon-port,file={self.log_dir / 'sercon-port.bin'}",
+                "-boot", "order=n,reboot-timeout=0",
+            ]  # fmt: skip
+        code, _ = find_ovmf()
+        return [
+            "-drive", f"if=pflash,format=raw,unit=0,readonly=on,file={code}",
+            "-drive", f"if=pflash,format=raw,unit=1,file={self.log_dir / 'ovmf-vars.fd'}",
+            # OVMF connects only the devices in QEMU's boot order: list the disk too
+            "-drive", f"if=none,id=esp,format=raw,readonly=on,file=fat:{self.log_dir / 'esp'}",
+            "-device", "virtio-blk-pci,drive=esp,bootindex=1",
+        ]  # fmt: skip
+
+    def nic_args(self) -> list[str]:
+        bootfile = BOOT_SCRIPT if self.firmware == "bios" else UEFI_NBP
+        dev = f"{self.model},id=nic0,netdev=n0,mac={MAC},bootindex=0"
+        if self.romfile is not None:
+            dev += f",romfile={self.romfile}"
+        return [
+            "-netdev", f"user,id=n0,net=10.0.2.0/24,tftp={self.tftp_dir},bootfile={bootfile}",
+            "-device", dev,
+        ]  # fmt: skip
+
+    def command_line(self, accel: str) -> list[str]:
+        """The harness's command line, less direct kernel boot, on this
+        machine type, with the firmware and the NIC."""
+        base = super().command_line(accel)
+        argv: list[str] = []
+        i = 0
+        while i < len(base):
+            arg = base[i]
+            if arg in ("-kernel", "-initrd", "-append"):
+                i += 2
+                continue
+            if arg == "-machine":
+                argv += ["-machine", self.machine]
+                i += 2
+                continue
+            argv.append(arg)
+            i += 1
+        for d in self.rom_dirs:
+            argv += ["-L", str(d)]
+        return argv + self.firmware_args() + self.nic_args()
+
+    def console(self) -> str:
+        """Everything on the serial console so far (serial.log, written as it
+        arrives, also after QEMU is gone), cleaned of escapes."""
+        try:
+            return clean_console(self.serial_log.read_text(errors="replace"))
+        except OSError:
+            return ""
+
+
+# make_netboot_vm(name, firmware=..., machine=..., romfile=...) -> NetbootVM, not started
+NetbootFactory = Callable[..., NetbootVM]
