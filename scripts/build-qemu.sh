@@ -337,9 +337,7 @@ for t in "${qtest_srcs[@]}"; do
         warn "$name.c exists but the QEMU build has no target $name (is it listed in tests/qtest/meson.build by a patch?)"
     fi
 done
-for t in "${QEMU_UNIT_TESTS[@]}"; do
-    ninja_has "$t" && targets+=("$t")
-done
+targets+=("${QEMU_UNIT_TESTS[@]}")
 # shellcheck disable=SC2206
 targets+=(${EXTRA_NINJA_TARGETS:-})
 targets+=("${OPT_TARGETS[@]}")

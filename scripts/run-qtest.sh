@@ -43,14 +43,19 @@ ran=0 failed=()
 TAP_LOG="$(mktemp)"
 trap 'rm -rf "$TAP_LOG" ${SAN_LOG_DIR:+"$SAN_LOG_DIR"}' EXIT
 
+run_tap() { # PROGRAM [GLib test options]: run it whole, its TAP into TAP_LOG
+    local t=$1
+    shift
+    log "running ${t#"$BUILD_DIR"/} --tap -k $*"
+    ran=$((ran + 1))
+    timeout -k 10 "$QTEST_TIMEOUT" "$t" --tap -k "$@" | tee -a "$TAP_LOG" || failed+=("$(basename "$t")")
+}
+
 shopt -s nullglob
 standalone=("$QBUILD_DIR"/tests/qtest/ixgbe*-test)
 shopt -u nullglob
 for t in "${standalone[@]}"; do
-    [[ -x "$t" ]] || continue
-    log "running ${t#"$BUILD_DIR"/} --tap -k $*"
-    ran=$((ran + 1))
-    timeout -k 10 "$QTEST_TIMEOUT" "$t" --tap -k "$@" | tee -a "$TAP_LOG" || failed+=("$(basename "$t")")
+    [[ -x "$t" ]] && run_tap "$t" "$@"
 done
 
 if ((ran == 0)); then
@@ -58,11 +63,8 @@ if ((ran == 0)); then
 fi
 # QEMU's unit tests of code the patch series changes (lib.sh)
 for u in "${QEMU_UNIT_TESTS[@]}"; do
-    t="$QBUILD_DIR/$u"
-    [[ -x "$t" ]] || die "$u not built (scripts/build-qemu.sh builds it)"
-    log "running ${t#"$BUILD_DIR"/} --tap -k"
-    ran=$((ran + 1))
-    timeout -k 10 "$QTEST_TIMEOUT" "$t" --tap -k | tee -a "$TAP_LOG" || failed+=("$(basename "$t")")
+    [[ -x "$QBUILD_DIR/$u" ]] || die "$u not built (scripts/build-qemu.sh builds it)"
+    run_tap "$QBUILD_DIR/$u"
 done
 n_skip="$(grep -cE '^ok [0-9]+ .*# *SKIP' "$TAP_LOG" || true)"
 n_ok="$(grep -cE '^ok [0-9]+' "$TAP_LOG" || true)"
