@@ -340,6 +340,27 @@ static const VMStateDescription ixgbe_vmstate_vector = {
     }
 };
 
+/* The IEEE 1588 clock: sent once the guest has started it or set it */
+static bool ixgbe_ptp_needed(void *opaque)
+{
+    IxgbeState *s = opaque;
+
+    return s->core.ptp.base || ixgbe_get(&s->core, IXGBE_TIMINCA);
+}
+
+static const VMStateDescription ixgbe_vmstate_ptp = {
+    .name = "ixgbe/ptp",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = ixgbe_ptp_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(core.ptp.base, IxgbeState),
+        VMSTATE_INT64(core.ptp.base_ns, IxgbeState),
+        VMSTATE_UINT32(core.ptp.systimh_latch, IxgbeState),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
 static const VMStateDescription ixgbe_vmstate = {
     .name = "ixgbe",
     .version_id = 1,
@@ -363,6 +384,10 @@ static const VMStateDescription ixgbe_vmstate = {
                              ixgbe_vmstate_txq, IxgbeTxQueue),
         VMSTATE_UINT8_ARRAY(core.permanent_mac, IxgbeState, 6),
         VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &ixgbe_vmstate_ptp,
+        NULL
     }
 };
 

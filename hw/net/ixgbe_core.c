@@ -23,6 +23,7 @@
 #include "net_tx_pkt.h"
 #include "net_rx_pkt.h"
 #include "ixgbe_core.h"
+#include "ixgbe_ptp.h"
 #include "trace.h"
 
 typedef uint32_t (*IxgbeReadFn)(IxgbeCore *core, hwaddr addr);
@@ -747,6 +748,32 @@ static const IxgbeRegDesc ixgbe_reg_table[] = {
     PLAIN("SECTXSTAT", IXGBE_SECTXSTAT, 1, 4, IXGBE_SECTXSTAT_RDY, 0),
     PLAIN("TXPBSIZE", IXGBE_TXPBSIZE0, 8, 4, 0x00028000, 0x000FFC00),
 
+    /* IEEE 1588 (ixgbe_ptp.c) */
+    PLAIN("RXMTRL", IXGBE_RXMTRL, 1, 4, 0, ALL),
+    PLAIN("ETQF", IXGBE_ETQF0, IXGBE_ETQF_COUNT, 4, 0, ALL),
+    REG("TSYNCRXCTL", IXGBE_TSYNCRXCTL, 1, 4, 0,
+        IXGBE_TSYNCRXCTL_TYPE_MASK | IXGBE_TSYNCRXCTL_ENABLED, IXGBE_RF_HW,
+        NULL, NULL),
+    REG("RXSTMPL", IXGBE_RXSTMPL, 1, 4, 0, 0, IXGBE_RF_HW, NULL, NULL),
+    REG("RXSTMPH", IXGBE_RXSTMPH, 1, 4, 0, 0, IXGBE_RF_HW,
+        ixgbe_ptp_read_rxstmph, NULL),
+    REG("RXSATRL", IXGBE_RXSATRL, 1, 4, 0, 0, IXGBE_RF_HW, NULL, NULL),
+    REG("RXSATRH", IXGBE_RXSATRH, 1, 4, 0, 0, IXGBE_RF_HW, NULL, NULL),
+    REG("TSYNCTXCTL", IXGBE_TSYNCTXCTL, 1, 4, 0, IXGBE_TSYNCTXCTL_ENABLED,
+        IXGBE_RF_HW, NULL, NULL),
+    REG("TXSTMPL", IXGBE_TXSTMPL, 1, 4, 0, 0, IXGBE_RF_HW, NULL, NULL),
+    REG("TXSTMPH", IXGBE_TXSTMPH, 1, 4, 0, 0, IXGBE_RF_HW,
+        ixgbe_ptp_read_txstmph, NULL),
+    REG("SYSTIML", IXGBE_SYSTIML, 1, 4, 0, 0, IXGBE_RF_RAW,
+        ixgbe_ptp_read_systiml, ixgbe_ptp_write_systim),
+    REG("SYSTIMH", IXGBE_SYSTIMH, 1, 4, 0, 0, IXGBE_RF_RAW,
+        ixgbe_ptp_read_systimh, ixgbe_ptp_write_systim),
+    REG("TIMINCA", IXGBE_TIMINCA, 1, 4, 0, 0, IXGBE_RF_RAW, NULL,
+        ixgbe_ptp_write_timinca),
+    PLAIN("TIMADJL", IXGBE_TIMADJL, 1, 4, 0, ALL),
+    REG("TIMADJH", IXGBE_TIMADJH, 1, 4, 0, ALL, 0, NULL,
+        ixgbe_ptp_write_timadjh),
+
     /* Statistics */
     STAT("PXON2OFFCNT", 0x03240, 8, 4),
     STAT("PXONTXC/PXOFFTXC/LXONTXC", 0x03F00, 28, 4),
@@ -976,6 +1003,7 @@ static void ixgbe_reset_state(IxgbeCore *core)
         core->vec[v].armed = false;
     }
     ixgbe_datapath_reset(core);
+    ixgbe_ptp_reset(core);
 }
 
 /* CTRL.RST / CTRL.LNK_RST: everything but PCI state returns to defaults */

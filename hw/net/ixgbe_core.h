@@ -52,6 +52,13 @@ typedef struct IxgbeVector {
     bool armed;                 /* timer running: interrupts are held */
 } IxgbeVector;
 
+/* The IEEE 1588 clock (ixgbe_ptp.c): SYSTIM was base at virtual time base_ns */
+typedef struct IxgbePtp {
+    uint64_t base;
+    int64_t base_ns;
+    uint32_t systimh_latch;     /* SYSTIMH as latched by a SYSTIML read */
+} IxgbePtp;
+
 struct IxgbeCore {
     uint32_t mac[IXGBE_NUM_REGS];
     uint16_t eeprom[IXGBE_EEPROM_WORDS];
@@ -68,6 +75,8 @@ struct IxgbeCore {
     uint32_t oth_mask;          /* EIMS[31:16] */
     bool intx_level;
     IxgbeVector vec[IXGBE_MSIX_VECTORS];
+
+    IxgbePtp ptp;
 
     IxgbeTxQueue txq[IXGBE_NUM_QUEUES];
     struct NetTxPkt *tx_pkt;    /* the packet being sent (any queue) */

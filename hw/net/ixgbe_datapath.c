@@ -28,6 +28,7 @@
 #include "net_tx_pkt.h"
 #include "net_rx_pkt.h"
 #include "ixgbe_core.h"
+#include "ixgbe_ptp.h"
 #include "trace.h"
 #include <zlib.h>
 
@@ -321,6 +322,11 @@ static void ixgbe_tx_send(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq)
 
     if (ixgbe_tx_map(core, q, txq)) {
         if (net_tx_pkt_parse(pkt) && ixgbe_tx_offloads(core, txq, pkt)) {
+            uint32_t stamp = IXGBE_TXD_CMD_DEXT | IXGBE_TXD_CMD_TSTAMP;
+
+            if ((txq->first_cmd & stamp) == stamp) {
+                ixgbe_ptp_tx_stamp(core);
+            }
             /*
              * The peer never gets a virtio-net header from this device:
              * offloads (checksums, TSO segmentation) are done here.
@@ -852,6 +858,9 @@ ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
         net_rx_pkt_attach_iovec(core->rx_pkt, &liov, 1, 0, false);
     }
     ixgbe_rx_classify(core, &info);
+    if (ixgbe_ptp_rx_stamp(core, buf, len)) {
+        info.status |= IXGBE_RXD_STAT_TS;
+    }
     q = info.queue;
     rxdctl = ixgbe_get(core, ixgbe_rxq_reg(q, IXGBE_RXQ_RXDCTL));
 

@@ -186,6 +186,42 @@
 #define IXGBE_SECRXCTRL     0x08D00
 #define IXGBE_SECRXSTAT     0x08D04
 
+/* IEEE 1588 */
+#define IXGBE_RXMTRL        0x05120
+#define IXGBE_ETQF0         0x05128     /* 8 registers */
+#define IXGBE_ETQF_COUNT    8
+#define IXGBE_ETQF(n)       (IXGBE_ETQF0 + (n) * 4)
+#define IXGBE_TSYNCRXCTL    0x05188
+#define IXGBE_RXSATRL       0x051A0
+#define IXGBE_RXSTMPH       0x051A4
+#define IXGBE_RXSATRH       0x051A8
+#define IXGBE_RXSTMPL       0x051E8
+#define IXGBE_TSYNCTXCTL    0x08C00
+#define IXGBE_TXSTMPL       0x08C04
+#define IXGBE_TXSTMPH       0x08C08
+#define IXGBE_SYSTIML       0x08C0C
+#define IXGBE_SYSTIMH       0x08C10
+#define IXGBE_TIMINCA       0x08C14
+#define IXGBE_TIMADJL       0x08C18
+#define IXGBE_TIMADJH       0x08C1C
+
+#define IXGBE_ETQF_1588             (1u << 30)
+#define IXGBE_ETQF_FILTER_EN        (1u << 31)
+#define IXGBE_TSYNCRXCTL_VALID      (1u << 0)
+#define IXGBE_TSYNCRXCTL_TYPE_MASK  (7u << 1)
+#define IXGBE_TSYNCRXCTL_TYPE_L2_V2     (0u << 1)
+#define IXGBE_TSYNCRXCTL_TYPE_L4_V1     (1u << 1)
+#define IXGBE_TSYNCRXCTL_TYPE_L2_L4_V2  (2u << 1)
+#define IXGBE_TSYNCRXCTL_TYPE_ALL       (4u << 1)
+#define IXGBE_TSYNCRXCTL_TYPE_EVENT_V2  (5u << 1)
+#define IXGBE_TSYNCRXCTL_ENABLED    (1u << 4)
+#define IXGBE_TSYNCTXCTL_VALID      (1u << 0)
+#define IXGBE_TSYNCTXCTL_ENABLED    (1u << 4)
+#define IXGBE_TIMINCA_IP_SHIFT      24
+#define IXGBE_TIMINCA_IV_MASK       0x00FFFFFFu
+#define IXGBE_TIMADJH_SIGN          (1u << 31)
+#define IXGBE_PTP_EVENT_PORT        319
+
 #define IXGBE_RXDCTL_ENABLE         (1u << 25)
 #define IXGBE_RXDCTL_VME            (1u << 30)
 #define IXGBE_SRRCTL_BSIZEPKT_MASK  0x1Fu
@@ -274,6 +310,7 @@
 #define IXGBE_TXD_DTYP_MASK         (0xFu << 20)
 #define IXGBE_TXD_DTYP_CTXT         (0x2u << 20)
 #define IXGBE_TXD_DTYP_DATA         (0x3u << 20)
+#define IXGBE_TXD_CMD_TSTAMP        (1u << 19)   /* IEEE 1588 time stamp */
 #define IXGBE_TXD_CMD_EOP           (1u << 24)
 #define IXGBE_TXD_CMD_IFCS          (1u << 25)
 #define IXGBE_TXD_CMD_RS            (1u << 27)
@@ -298,6 +335,7 @@
 #define IXGBE_RXD_STAT_UDPCS        (1u << 4)
 #define IXGBE_RXD_STAT_L4CS         (1u << 5)
 #define IXGBE_RXD_STAT_IPCS         (1u << 6)
+#define IXGBE_RXD_STAT_TS           (1u << 16)   /* IEEE 1588 time stamp */
 #define IXGBE_RXD_ERR_TCPE          (1u << 30)
 #define IXGBE_RXD_ERR_IPE           (1u << 31)
 #define IXGBE_RXD_PKTTYPE_SHIFT     4

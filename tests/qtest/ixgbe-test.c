@@ -1165,6 +1165,219 @@ static void test_tso_stats(void)
     ixgbe_test_stop(&t);
 }
 
+/* ------------------------------------------------------------------ */
+/* IEEE 1588                                                           */
+/* ------------------------------------------------------------------ */
+
+/* What the Linux driver programs at 10 Gb/s: IP 1, IV 0x66666666 >> 7 */
+#define PTP_INCVAL      0x00CCCCCCu
+#define PTP_SHIFT       21          /* SYSTIM >> 21 counts nanoseconds */
+#define PTP_INCVAL_FAST 0x00FFFFFFu /* the largest: 25% faster */
+
+static uint64_t ptp_systim(IxgbeTest *t)
+{
+    uint32_t lo = rd(t, IXGBE_SYSTIML);     /* latches SYSTIMH */
+
+    return (uint64_t)rd(t, IXGBE_SYSTIMH) << 32 | lo;
+}
+
+/* SYSTIM in ns after `ns` of virtual time */
+static int64_t ptp_advance_ns(IxgbeTest *t, int64_t ns)
+{
+    uint64_t before = ptp_systim(t);
+
+    qtest_clock_step(t->qts, ns);
+    return (int64_t)((ptp_systim(t) - before) >> PTP_SHIFT);
+}
+
+/* SYSTIM >> PTP_SHIFT after ns of virtual time at increment iv every ip */
+static int64_t ptp_expected_ns(int64_t ns, uint64_t iv, unsigned ip)
+{
+    return (int64_t)((uint64_t)(ns * 5 / 32 / ip) * iv >> PTP_SHIFT);
+}
+
+/* SYSTIM runs at TIMINCA's rate with virtual time and keeps its value */
+static void test_ptp_clock(void)
+{
+    IxgbeTest t;
+    uint64_t v;
+
+    ixgbe_test_start(&t);
+    /* Without an increment the clock stands */
+    g_assert_cmpint(ptp_advance_ns(&t, NANOSECONDS_PER_SECOND), ==, 0);
+
+    wr(&t, IXGBE_TIMINCA, (1u << IXGBE_TIMINCA_IP_SHIFT) | PTP_INCVAL);
+    /*
+     * One second is 156250000 periods of 6.4 ns; the driver's increment
+     * makes a period 6.3999996 ns, 60 ns a second short of real time
+     */
+    g_assert_cmpint(ptp_advance_ns(&t, NANOSECONDS_PER_SECOND), ==,
+                    ptp_expected_ns(NANOSECONDS_PER_SECOND, PTP_INCVAL, 1));
+    g_assert_cmpint(ptp_advance_ns(&t, 5 * NANOSECONDS_PER_SECOND), ==,
+                    ptp_expected_ns(5 * NANOSECONDS_PER_SECOND, PTP_INCVAL, 1));
+
+    /* A frequency change (the driver's adjfine) bends the rate, no jump */
+    v = ptp_systim(&t);
+    wr(&t, IXGBE_TIMINCA, (1u << IXGBE_TIMINCA_IP_SHIFT) | PTP_INCVAL_FAST);
+    g_assert_cmpuint(ptp_systim(&t), >=, v);
+    g_assert_cmpuint((ptp_systim(&t) - v) >> PTP_SHIFT, <, 1000);
+    g_assert_cmpint(ptp_advance_ns(&t, NANOSECONDS_PER_SECOND), ==,
+                    ptp_expected_ns(NANOSECONDS_PER_SECOND,
+                                    PTP_INCVAL_FAST, 1));
+    /* A longer increment period slows it down */
+    wr(&t, IXGBE_TIMINCA, (4u << IXGBE_TIMINCA_IP_SHIFT) | PTP_INCVAL);
+    g_assert_cmpint(ptp_advance_ns(&t, 4 * NANOSECONDS_PER_SECOND), ==,
+                    ptp_expected_ns(4 * NANOSECONDS_PER_SECOND, PTP_INCVAL, 4));
+
+    /* SYSTIML latches SYSTIMH: a carry between the reads is not seen */
+    wr(&t, IXGBE_TIMINCA, (1u << IXGBE_TIMINCA_IP_SHIFT) | PTP_INCVAL);
+    wr(&t, IXGBE_SYSTIMH, 7);
+    wr(&t, IXGBE_SYSTIML, 0xFFFFFFF0u);
+    g_assert_cmphex(rd(&t, IXGBE_SYSTIML), ==, 0xFFFFFFF0u);
+    qtest_clock_step(t.qts, 10);            /* one period: carry */
+    g_assert_cmphex(rd(&t, IXGBE_SYSTIMH), ==, 7);
+    g_assert_cmphex(rd(&t, IXGBE_SYSTIML), <, 0x10000000u);
+    g_assert_cmphex(rd(&t, IXGBE_SYSTIMH), ==, 8);
+
+    /* TIMADJH:TIMADJL is added, or with the sign bit subtracted */
+    wr(&t, IXGBE_TIMINCA, 0);
+    v = ptp_systim(&t);
+    wr(&t, IXGBE_TIMADJL, 0x1000);
+    wr(&t, IXGBE_TIMADJH, 1);
+    g_assert_cmphex(ptp_systim(&t), ==, v + 0x100001000ull);
+    wr(&t, IXGBE_TIMADJH, IXGBE_TIMADJH_SIGN | 1);
+    g_assert_cmphex(ptp_systim(&t), ==, v);
+
+    /* A software reset stops and clears the clock */
+    wr(&t, IXGBE_TIMINCA, (1u << IXGBE_TIMINCA_IP_SHIFT) | PTP_INCVAL);
+    wr(&t, IXGBE_CTRL, IXGBE_CTRL_RST);
+    g_assert_cmphex(rd(&t, IXGBE_TIMINCA), ==, 0);
+    g_assert_cmphex(ptp_systim(&t), ==, 0);
+    ixgbe_test_stop(&t);
+}
+
+/* A frame sent with the time stamp command latches TXSTMP once */
+static void test_ptp_tx_stamp(void)
+{
+    IxgbeTest t;
+    uint8_t frame[128], got[256];
+    uint64_t ring, buf, stamp, before;
+
+    ixgbe_test_start(&t);
+    ring = tx_ring_setup(&t, 0, 8, 0);
+    wr(&t, IXGBE_TIMINCA, (1u << IXGBE_TIMINCA_IP_SHIFT) | PTP_INCVAL);
+    qtest_clock_step(t.qts, NANOSECONDS_PER_SECOND);
+
+    /* Not enabled: nothing is latched */
+    build_frame(frame, peer_mac, 100, 1);
+    buf = guest_frame(&t, frame, 100);
+    tx_put_data(&t, ring, 0, buf, 100, 100, IXGBE_TXD_CMD_EOP |
+                IXGBE_TXD_CMD_RS | IXGBE_TXD_CMD_TSTAMP);
+    wr(&t, txq(0, IXGBE_TXQ_TDT), 1);
+    g_assert_cmpint(backend_recv(&t, got, sizeof(got), WAIT_US / 1000), ==,
+                    100);
+    g_assert_cmphex(rd(&t, IXGBE_TSYNCTXCTL), ==, 0);
+
+    wr(&t, IXGBE_TSYNCTXCTL, IXGBE_TSYNCTXCTL_ENABLED);
+    before = ptp_systim(&t);
+    tx_put_data(&t, ring, 1, buf, 100, 100, IXGBE_TXD_CMD_EOP |
+                IXGBE_TXD_CMD_RS | IXGBE_TXD_CMD_TSTAMP);
+    wr(&t, txq(0, IXGBE_TXQ_TDT), 2);
+    g_assert_cmpint(backend_recv(&t, got, sizeof(got), WAIT_US / 1000), ==,
+                    100);
+    g_assert_cmphex(rd(&t, IXGBE_TSYNCTXCTL), ==,
+                    IXGBE_TSYNCTXCTL_ENABLED | IXGBE_TSYNCTXCTL_VALID);
+    stamp = rd(&t, IXGBE_TXSTMPL);
+    stamp |= (uint64_t)rd(&t, IXGBE_TXSTMPH) << 32;
+    g_assert_cmpuint(stamp, >=, before);
+    g_assert_cmpuint(stamp, <=, ptp_systim(&t));
+    /* Reading TXSTMPH released the registers */
+    g_assert_cmphex(rd(&t, IXGBE_TSYNCTXCTL), ==, IXGBE_TSYNCTXCTL_ENABLED);
+
+    /* A frame without the command leaves them alone */
+    tx_put_data(&t, ring, 2, buf, 100, 100,
+                IXGBE_TXD_CMD_EOP | IXGBE_TXD_CMD_RS);
+    wr(&t, txq(0, IXGBE_TXQ_TDT), 3);
+    g_assert_cmpint(backend_recv(&t, got, sizeof(got), WAIT_US / 1000), ==,
+                    100);
+    g_assert_cmphex(rd(&t, IXGBE_TSYNCTXCTL), ==, IXGBE_TSYNCTXCTL_ENABLED);
+    ixgbe_test_stop(&t);
+}
+
+/* A PTP v2 event message over L2: the 1588 EtherType of an ETQF filter */
+static size_t build_ptp_l2(uint8_t *buf, uint8_t msgtype, uint16_t seq)
+{
+    memset(buf, 0, 64 + ETH_HLEN);
+    memcpy(buf, test_mac, ETH_ALEN);
+    memcpy(buf + 6, peer_mac, ETH_ALEN);
+    stw_be_p(buf + 12, 0x88F7);
+    buf[14] = msgtype;
+    buf[15] = 2;                            /* versionPTP */
+    stw_be_p(buf + 14 + 2, 44);             /* messageLength */
+    memcpy(buf + 14 + 20, "\x01\x02\x03\x04\x05\x06\x07\x08", 8);
+    stw_be_p(buf + 14 + 30, seq);
+    return 64 + ETH_HLEN;
+}
+
+/* RX: event messages the filter takes are time stamped, one at a time */
+static void test_ptp_rx_stamp(void)
+{
+    IxgbeTest t;
+    RxRing r;
+    uint8_t frame[128], wb[DESC_SIZE];
+    uint64_t stamp, before;
+    size_t len;
+
+    ixgbe_test_start(&t);
+    rx_ring_setup(&t, &r, 0, 8);
+    rx_enable(&t);
+    wr(&t, IXGBE_TIMINCA, (1u << IXGBE_TIMINCA_IP_SHIFT) | PTP_INCVAL);
+    wr(&t, IXGBE_ETQF(3), IXGBE_ETQF_FILTER_EN | IXGBE_ETQF_1588 | 0x88F7);
+    wr(&t, IXGBE_TSYNCRXCTL, IXGBE_TSYNCRXCTL_ENABLED |
+       IXGBE_TSYNCRXCTL_TYPE_EVENT_V2);
+    qtest_clock_step(t.qts, NANOSECONDS_PER_SECOND);
+
+    /* Sync (type 0): stamped, TS in the descriptor */
+    before = ptp_systim(&t);
+    len = build_ptp_l2(frame, 0, 0x1234);
+    backend_send(&t, frame, len);
+    rx_wait(&t, &r, wb);
+    g_assert_true(rx_wb_status(wb) & IXGBE_RXD_STAT_TS);
+    g_assert_true(rd(&t, IXGBE_TSYNCRXCTL) & IXGBE_TSYNCRXCTL_VALID);
+    g_assert_cmphex(rd(&t, IXGBE_RXSATRH) >> 16, ==, 0x1234);
+
+    /* While the stamp is unread, a second event message is not stamped */
+    len = build_ptp_l2(frame, 1, 0x1235);
+    backend_send(&t, frame, len);
+    rx_wait(&t, &r, wb);
+    g_assert_false(rx_wb_status(wb) & IXGBE_RXD_STAT_TS);
+
+    stamp = rd(&t, IXGBE_RXSTMPL);
+    stamp |= (uint64_t)rd(&t, IXGBE_RXSTMPH) << 32;
+    g_assert_cmpuint(stamp, >=, before);
+    g_assert_cmpuint(stamp, <=, ptp_systim(&t));
+    g_assert_false(rd(&t, IXGBE_TSYNCRXCTL) & IXGBE_TSYNCRXCTL_VALID);
+
+    /* A general message (Follow_Up, type 8) is not an event message */
+    len = build_ptp_l2(frame, 8, 0x1236);
+    backend_send(&t, frame, len);
+    rx_wait(&t, &r, wb);
+    g_assert_false(rx_wb_status(wb) & IXGBE_RXD_STAT_TS);
+    /* Nor is a frame of another EtherType */
+    len = build_frame(frame, test_mac, 98, 1);
+    backend_send(&t, frame, len);
+    rx_wait(&t, &r, wb);
+    g_assert_false(rx_wb_status(wb) & IXGBE_RXD_STAT_TS);
+    g_assert_false(rd(&t, IXGBE_TSYNCRXCTL) & IXGBE_TSYNCRXCTL_VALID);
+
+    /* Delay_Req (type 1) now that the registers are free again */
+    len = build_ptp_l2(frame, 1, 0x1237);
+    backend_send(&t, frame, len);
+    rx_wait(&t, &r, wb);
+    g_assert_true(rx_wb_status(wb) & IXGBE_RXD_STAT_TS);
+    ixgbe_test_stop(&t);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1184,6 +1397,9 @@ int main(int argc, char **argv)
     qtest_add_func("ixgbe/msix-routing", test_msix_routing);
     qtest_add_func("ixgbe/eitr", test_eitr);
     qtest_add_func("ixgbe/link", test_link);
+    qtest_add_func("ixgbe/ptp/clock", test_ptp_clock);
+    qtest_add_func("ixgbe/ptp/tx-stamp", test_ptp_tx_stamp);
+    qtest_add_func("ixgbe/ptp/rx-stamp", test_ptp_rx_stamp);
     qtest_add_func("ixgbe/bad-input/tx-ring", test_bad_tx_ring);
     qtest_add_func("ixgbe/bad-input/tx-zero-length", test_bad_tx_zero_length);
     qtest_add_func("ixgbe/bad-input/rx-ring", test_bad_rx_ring);

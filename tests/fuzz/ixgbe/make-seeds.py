@@ -53,6 +53,10 @@ RXCTRL = 0x3000
 HLREG0 = 0x4240
 DMATXCTL = 0x4A80
 FCTRL = 0x5080
+ETQF0 = 0x5128
+TSYNCRXCTL = 0x5188
+RXSTMPH = 0x51A4
+RXSTMPL = 0x51E8
 MRQC = 0x5818
 RETA0 = 0x5C00
 RSSRK0 = 0x5C80
@@ -63,6 +67,14 @@ TDH = 0x6010
 TDT = 0x6018
 TXDCTL = 0x6028
 TDWBAL = 0x6038
+TSYNCTXCTL = 0x8C00
+TXSTMPL = 0x8C04
+TXSTMPH = 0x8C08
+SYSTIML = 0x8C0C
+SYSTIMH = 0x8C10
+TIMINCA = 0x8C14
+TIMADJL = 0x8C18
+TIMADJH = 0x8C1C
 EERD = 0x10014
 RXQ_STRIDE = 0x40
 
@@ -103,9 +115,11 @@ def legacy_tx_desc(addr, length, cmd=0x0B):
     return struct.pack("<QHBBBBH", addr, length, 0, cmd, 0, 0, 0)
 
 
-def adv_tx_data_desc(addr, length, paylen, tse=False):
+def adv_tx_data_desc(addr, length, paylen, tse=False, tstamp=False):
     dcmd = 0x01 | 0x02 | 0x08 | 0x20 | (0x80 if tse else 0)  # EOP IFCS RS DEXT [TSE]
     cmd_type_len = length | (3 << 20) | (dcmd << 24)  # DTYP data
+    if tstamp:
+        cmd_type_len |= 1 << 19  # MAC.1588: IEEE 1588 time stamp
     olinfo = (paylen << 14) | (0x3 << 8)  # PAYLEN, POPTS IXSM|TXSM
     return struct.pack("<QII", addr, cmd_type_len, olinfo)
 
@@ -141,6 +155,14 @@ def tcp_frame(payload=1500):
     )
     tcp = struct.pack(">HHIIBBHHH", 40000, 80, 1, 0, 0x50, 0x18, 65535, 0, 0)
     return eth + ip + tcp + bytes(range(256)) * (payload // 256) + b"\x00" * (payload % 256)
+
+
+def ptp_sync_l2():
+    """A PTP v2 Sync message over Ethernet (EtherType 0x88F7)."""
+    eth = bytes.fromhex("011b19000000") + bytes.fromhex("525400123456") + b"\x88\xf7"
+    msg = bytes([0x00, 0x02]) + struct.pack(">H", 44) + bytes(18) + bytes.fromhex("5254fffe123456") + b"\x00\x01"
+    msg += struct.pack(">HBB", 7, 0, 0) + bytes(10)
+    return (eth + msg).ljust(60, b"\x00")
 
 
 def rings(rx=True, tx=True, queue=0, ndesc=64, loopback=False):
@@ -243,6 +265,28 @@ def seeds():
         read(RDH),
     ]
     out["rss-loopback"] = ops
+    # IEEE 1588: the clock running (TIMINCA as the driver sets it), an L2
+    # PTP frame looped back with a transmit time stamp and a receive stamp.
+    frame = ptp_sync_l2()
+    out["ptp-loopback"] = rings(loopback=True) + [
+        write(TIMINCA, (1 << 24) | 0xCCCCCC),
+        write(ETQF0, 0xC00088F7),
+        write(TSYNCRXCTL, 0x10 | (4 << 1)),
+        write(TSYNCTXCTL, 0x10),
+        dma_pattern(adv_tx_data_desc(0x00400000, len(frame), len(frame), tstamp=True)),
+        dma_pattern(frame),
+        write(TDT, 1),
+        clock_step(),
+        read(SYSTIML),
+        read(SYSTIMH),
+        read(TXSTMPL),
+        read(TXSTMPH),
+        read(RXSTMPL),
+        read(RXSTMPH),
+        write(TIMADJL, 1000),
+        write(TIMADJH, 0x80000000),
+        read(TSYNCRXCTL),
+    ]
     # I/O BAR (IOADDR/IODATA) and EEPROM reads.
     out["ioaddr-eeprom"] = [
         outl(0, EERD),

@@ -1,0 +1,31 @@
+/*
+ * Intel 82599 10 GbE controller: the IEEE 1588 clock and time stamps
+ * (ixgbe_ptp.c).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef HW_NET_IXGBE_PTP_H
+#define HW_NET_IXGBE_PTP_H
+
+#include "ixgbe_core.h"
+
+void ixgbe_ptp_reset(IxgbeCore *core);
+
+/* Register handlers (the register table in ixgbe_core.c) */
+uint32_t ixgbe_ptp_read_systiml(IxgbeCore *core, hwaddr addr);
+uint32_t ixgbe_ptp_read_systimh(IxgbeCore *core, hwaddr addr);
+void ixgbe_ptp_write_systim(IxgbeCore *core, hwaddr addr, uint32_t val,
+                            uint32_t old);
+void ixgbe_ptp_write_timinca(IxgbeCore *core, hwaddr addr, uint32_t val,
+                             uint32_t old);
+void ixgbe_ptp_write_timadjh(IxgbeCore *core, hwaddr addr, uint32_t val,
+                             uint32_t old);
+uint32_t ixgbe_ptp_read_txstmph(IxgbeCore *core, hwaddr addr);
+uint32_t ixgbe_ptp_read_rxstmph(IxgbeCore *core, hwaddr addr);
+
+/* Datapath: a frame sent with IXGBE_ADVTXD_MAC_TSTAMP, a frame received */
+void ixgbe_ptp_tx_stamp(IxgbeCore *core);
+bool ixgbe_ptp_rx_stamp(IxgbeCore *core, const uint8_t *frame, size_t len);
+
+#endif
