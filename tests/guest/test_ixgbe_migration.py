@@ -363,6 +363,28 @@ def test_pending_device_state(mg: MigratingGuest, record_summary: Callable[[str]
     assert r.ok, f"no traffic after restoring the rings:\n{r.stdout}"
 
 
+def test_ptp_clock_across_migration(mg: MigratingGuest) -> None:
+    """The port's IEEE 1588 clock migrates with the virtual clock it runs
+    on: across a migration it keeps its offset from the guest's own clock
+    (a clock restarted on the destination would be off by the whole
+    uptime, one that stood still by the time it stood)."""
+    a = mg.ports[0]
+
+    def sample() -> tuple[float, float]:
+        out = mg.vm.sh(f"phc_ctl {a} get; cat /proc/uptime")
+        m = re.search(r"clock time is (\d+\.\d+)", out)
+        assert m, out
+        return float(m.group(1)), float(out.strip().splitlines()[-1].split()[0])
+
+    phc0, up0 = sample()
+    mg.migrate()
+    time.sleep(scaled(2))
+    phc1, up1 = sample()
+    assert up1 - up0 > 1, (up0, up1)
+    drift = (phc1 - phc0) - (up1 - up0)
+    assert abs(drift) < 0.1, f"PHC moved {phc1 - phc0:.3f}s while the guest's clock moved {up1 - up0:.3f}s"
+
+
 def test_savevm_loadvm(mg: MigratingGuest, record_summary: Callable[[str], None]) -> None:
     """snapshot-save with bulk traffic and a flood running, more traffic,
     then snapshot-load: the guest resumes at the snapshot and its ports keep
