@@ -79,7 +79,7 @@ if [[ ! -x "$VENV_PYTHON" ]] || ! command -v iperf3 >/dev/null 2>&1; then
 fi
 export PYTHONDONTWRITEBYTECODE=1
 # every argument checked before anything is built
-"$VENV_PYTHON" "$REPO_ROOT/tests/bench/nicbench.py" --check-args "${args[@]}" || exit 2
+"${PROJECT_PYTHON[@]}" "$REPO_ROOT/tests/bench/nicbench.py" --check-args "${args[@]}" || exit 2
 
 if [[ -z "${QEMU:-}" && ! -x "$BUILD_DIR/qemu-build/qemu-system-x86_64" ]]; then
     log "no QEMU build yet: running scripts/build-qemu.sh"
@@ -90,4 +90,4 @@ if [[ ! -f "$BUILD_DIR/guest/$kernel/vmlinuz" || ! -f "$BUILD_DIR/guest/$kernel/
     "$REPO_ROOT/scripts/build-guest.sh" "$kernel" || die "scripts/build-guest.sh $kernel failed"
 fi
 
-exec "$VENV_PYTHON" "$REPO_ROOT/tests/bench/nicbench.py" "${args[@]}"
+exec "${PROJECT_PYTHON[@]}" "$REPO_ROOT/tests/bench/nicbench.py" "${args[@]}"

@@ -113,43 +113,8 @@ for s in "$SUITE-updates" "$SUITE-security"; do
 done
 
 # --------------------------------------------------------- private apt state
-apt_opts() {
-    printf '%s\n' \
-        -o "Dir::Etc::SourceList=$APT_DIR/sources.list" \
-        -o "Dir::Etc::SourceParts=-" \
-        -o "Dir::State::Lists=$APT_DIR/lists" \
-        -o "Dir::State::status=$APT_DIR/status" \
-        -o "Dir::Cache=$APT_DIR/cache" \
-        -o "APT::Sandbox::User=root" \
-        -o "Acquire::Languages=none" \
-        -o "Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false" \
-        -o "Acquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=false" \
-        -o "Acquire::IndexTargets::deb::DEP-11-icons-small::DefaultEnabled=false" \
-        -o "Acquire::IndexTargets::deb::Contents-deb::DefaultEnabled=false"
-}
-mapfile -t APT_OPTS < <(apt_opts)
-
-apt_refresh() {
-    local stamp="$APT_DIR/lists/.updated" max_age=${ROOTFS_APT_MAX_AGE:-24}
-    mkdir -p "$APT_DIR/lists/partial" "$APT_DIR/cache/archives/partial"
-    touch "$APT_DIR/status"
-    if [[ ! -f "$APT_DIR/sources.list" || "$(cat "$APT_DIR/sources.list")" != "$SOURCES_TEXT" ]]; then
-        printf '%s\n' "$SOURCES_TEXT" >"$APT_DIR/sources.list"
-        rm -f "$stamp"
-    fi
-    if [[ -f "$stamp" && -n "$(find "$stamp" -mmin -$((max_age * 60)) 2>/dev/null)" ]]; then
-        return 0
-    fi
-    log "refreshing the package lists of $SUITE (private apt state)"
-    if apt-get "${APT_OPTS[@]}" -q update >"$APT_DIR/update.log" 2>&1 && ! grep -q '^[WE]: ' "$APT_DIR/update.log"; then
-        touch "$stamp"
-    elif compgen -G "$APT_DIR/lists/*_Packages*" >/dev/null; then
-        warn "apt-get update for $SUITE failed; comparing against the lists fetched before (see $APT_DIR/update.log)"
-    else
-        cat "$APT_DIR/update.log" >&2
-        die "apt-get update for $SUITE failed and no package lists are cached"
-    fi
-}
+# (lib.sh's apt_state_*: the lists of SUITE and its -updates/-security from
+# the host's archives, in $APT_DIR)
 
 # "name installed candidate" for every package of a name/version list whose
 # archive candidate differs from the installed version.
@@ -157,13 +122,12 @@ outdated() { # <packages file>
     local -a names
     mapfile -t names < <(cut -d' ' -f1 "$1")
     ((${#names[@]})) || return 0
-    apt-cache "${APT_OPTS[@]}" policy "${names[@]}" 2>/dev/null |
-        awk '/^[^ ].*:$/ { pkg = substr($0, 1, length($0) - 1) } /^  Candidate:/ { print pkg, $2 }' |
+    apt_state_candidates "$APT_DIR" "${names[@]}" |
         LC_ALL=C sort | LC_ALL=C join -j1 <(LC_ALL=C sort "$1") - |
         awk '$3 != "(none)" && $2 != $3 { print $1, $2, $3 }'
 }
 
-apt_refresh
+apt_state_lists "$APT_DIR" "$SOURCES_TEXT" "${ROOTFS_APT_MAX_AGE:-24}" "$SUITE"
 
 # ------------------------------------------------------ stage 1: packages
 # (scripts/lib.sh, shared helpers, counts for the cheap image stage only)

@@ -1,8 +1,9 @@
 # shellcheck shell=bash disable=SC2034  # DEBSRC_* results are read by the scripts that source this
 # Download a Debian source package (its .dsc and every file it lists) with
-# apt-get through a PRIVATE sources list and state directory, so the host's
-# apt configuration is never touched. Used by scripts/fetch-qemu.sh (qemu)
-# and scripts/build-ipxe.sh (ipxe). Source it after lib.sh; do not run it.
+# apt-get through a PRIVATE sources list and state directory (lib.sh's
+# apt_state_*), so the host's apt configuration is never touched. Used by
+# scripts/fetch-qemu.sh (qemu) and scripts/build-ipxe.sh (ipxe). Source it
+# after lib.sh; do not run it.
 #
 #   debsrc_download PKG "VERSIONS" "SUITES" DL_DIR APT_DIR
 #
@@ -38,37 +39,18 @@ debian_mirror() {
     printf '%s' "${site%/}"
 }
 
-# debsrc_setup APT_DIR SUITES: write the private sources list (deb-src
-# lines for SUITES) and set DEBSRC_APT_OPTS for apt-get/apt-cache.
+# debsrc_lists APT_DIR SUITES: the private lists (lib.sh's apt_state_*) with
+# deb-src lines for SUITES, fetched afresh; sets DEBSRC_APT_OPTS for
+# apt-get/apt-cache.
 DEBSRC_APT_OPTS=()
-DEBSRC_APT_DIR=""
-debsrc_setup() {
-    local apt_dir=$1 suites=$2 mirror suite
+debsrc_lists() {
+    local apt_dir=$1 suites=$2 mirror suite sources=""
     mirror="$(debian_mirror)"
-    mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$apt_dir/sources.list.d"
-    : >"$apt_dir/sources.list"
     for suite in $suites; do
-        printf 'deb-src %s %s main\n' "$mirror" "$suite" >>"$apt_dir/sources.list"
+        sources+="${sources:+$'\n'}deb-src $mirror $suite main"
     done
-    DEBSRC_APT_DIR=$apt_dir
-    DEBSRC_APT_OPTS=(
-        -o "Dir::Etc::SourceList=$apt_dir/sources.list"
-        -o "Dir::Etc::SourceParts=$apt_dir/sources.list.d"
-        -o "Dir::State::Lists=$apt_dir/lists"
-        -o "Dir::Cache=$apt_dir/cache"
-        -o "APT::Sandbox::User=$(id -un)"
-    )
-}
-
-debsrc_update() {
-    log "updating private apt lists ($(tr '\n' ';' <"$DEBSRC_APT_DIR/sources.list"))"
-    apt-get "${DEBSRC_APT_OPTS[@]}" -q update >"$DEBSRC_APT_DIR/update.log" 2>&1 || {
-        cat "$DEBSRC_APT_DIR/update.log" >&2
-        die "apt-get update with the private sources list $DEBSRC_APT_DIR/sources.list failed"
-    }
-    if grep -qE '^(W|E):' "$DEBSRC_APT_DIR/update.log"; then
-        grep -E '^(W|E):' "$DEBSRC_APT_DIR/update.log" >&2
-    fi
+    apt_state_lists "$apt_dir" "$sources" 0 "the source packages of [$suites]"
+    mapfile -t DEBSRC_APT_OPTS < <(apt_state_opts "$apt_dir")
 }
 
 # Versions on stdin, newest first (dpkg's ordering).
@@ -156,8 +138,7 @@ debsrc_download() {
     done
 
     # 2. otherwise ask the archive, via the private apt state
-    debsrc_setup "$apt_dir" "$suites"
-    debsrc_update
+    debsrc_lists "$apt_dir" "$suites"
     mapfile -t avail < <(debsrc_available "$pkg")
     log "$pkg source versions offered by [$suites]: ${avail[*]:-none}"
     for pat in $versions; do

@@ -29,14 +29,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO_ROOT / "tests" / "guest"), str(REPO_ROOT / "tests" / "e2e")]
-
-from sysguest import (  # noqa: E402
+from ixgbe_testlib.errors import GuestError, HarnessError
+from ixgbe_testlib.host import REPO_ROOT, build_dir, qemu_binary
+from ixgbe_testlib.parsers import parse_ethtool_stats
+from ixgbe_testlib.sysguest import (
     Lab,
     SystemdVM,
-    ixgbe_wire,
     iperf3_mbps,
+    ixgbe_wire,
     pick_accel,
     plan_json,
     plan_sysctls,
@@ -44,7 +44,6 @@ from sysguest import (  # noqa: E402
     rootfs_image,
     rx_queue_packets,
 )
-from vm import HarnessError, GuestError, build_dir, parse_ethtool_stats, qemu_binary  # noqa: E402
 
 VCPUS = 4
 PROFILES = ("throughput", "latency", "forwarding")

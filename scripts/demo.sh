@@ -67,6 +67,6 @@ step "guest image (scripts/build-rootfs.sh)" bash "$REPO_ROOT/scripts/build-root
 log "== boot, tune, traffic, revert (scripts/demo.py)"
 export DEMO_BUILD_SECONDS=$(($(now_s) - T0))
 rc=0
-"$VENV_PYTHON" "$REPO_ROOT/scripts/demo.py" "$@" || rc=$?
+"${PROJECT_PYTHON[@]}" "$REPO_ROOT/scripts/demo.py" "$@" || rc=$?
 log "total $(fmt_duration $(($(now_s) - T0))) (build steps ${DEMO_BUILD_SECONDS}s); report: ${BUILD_DIR}/demo/report.txt"
 exit "$rc"

@@ -32,12 +32,10 @@ import tty
 from collections.abc import Sequence
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT / "tests" / "guest"))
-sys.path.insert(0, str(REPO_ROOT / "playbooks" / "collections"))
-
-from ansible_collections.qemu_ixgbe.tuning.plugins.module_utils import guestimage  # noqa: E402
-from vm import VM, GuestError, GuestImage, HarnessError, build_dir, has_device  # noqa: E402
+from ansible_collections.qemu_ixgbe.tuning.plugins.module_utils import guestimage
+from ixgbe_testlib.errors import GuestError, HarnessError
+from ixgbe_testlib.host import GuestImage, build_dir, has_device
+from ixgbe_testlib.vm import VM
 
 EXIT_BAD_INPUT = 2
 EXIT_NO_BOOT = 3

@@ -15,4 +15,4 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 [[ -x "$VENV_PYTHON" ]] || die "$VENV_PYTHON missing: run scripts/deps.sh first"
-exec "$VENV_PYTHON" "$REPO_ROOT/scripts/devvm.py" "$@"
+exec "${PROJECT_PYTHON[@]}" "$REPO_ROOT/scripts/devvm.py" "$@"

@@ -69,6 +69,73 @@ hash_files() {
     done | sha256sum | cut -d' ' -f1
 }
 
+# ------------------------------------------------------- private apt state
+# apt-get and apt-cache against a private state directory DIR: its own
+# sources list, package lists, cache and (empty) dpkg status, so that the
+# host's apt configuration and lists are never used or touched. Shared by
+# scripts/guest-apt.sh (build-guest.sh, oot-module.sh), scripts/build-rootfs.sh
+# and scripts/debsrc.sh (fetch-qemu.sh, build-ipxe.sh); each writes its own
+# sources.
+#
+#   mapfile -t opts < <(apt_state_opts DIR)    the options; then apt-get "${opts[@]}" ...
+#   apt_state_lists DIR SOURCES MAX_AGE WHAT    write DIR/sources.list (SOURCES: its
+#       lines), run apt-get update when they changed or the lists are older than
+#       MAX_AGE hours (0: every time); when the update fails, the lists fetched
+#       before are used (a warning), or it dies when there are none. WHAT names
+#       the lists in messages.
+#   apt_state_candidates DIR PKG...             "pkg version" lines, the version
+#       apt would pick from the archive ("(none)" when it has none).
+apt_state_opts() { # <dir>
+    printf '%s\n' \
+        -o "Dir::Etc::SourceList=$1/sources.list" \
+        -o "Dir::Etc::SourceParts=-" \
+        -o "Dir::State::Lists=$1/lists" \
+        -o "Dir::State::status=$1/status" \
+        -o "Dir::Cache=$1/cache" \
+        -o "APT::Sandbox::User=root" \
+        -o "Acquire::Languages=none" \
+        -o "Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false" \
+        -o "Acquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=false" \
+        -o "Acquire::IndexTargets::deb::DEP-11-icons-small::DefaultEnabled=false" \
+        -o "Acquire::IndexTargets::deb::Contents-deb::DefaultEnabled=false"
+}
+
+apt_state_lists() { # <dir> <sources> <max age, hours> <what>
+    local d=$1 sources=$2 max_age=$3 what=$4 stamp="$1/lists/.updated"
+    [[ "$max_age" =~ ^[0-9]+$ ]] || die "apt_state_lists: the maximum age must be a number of hours, got '$max_age'"
+    mkdir -p "$d/lists/partial" "$d/cache/archives/partial"
+    touch "$d/status"
+    if [[ ! -f "$d/sources.list" || "$(cat "$d/sources.list")" != "$sources" ]]; then
+        printf '%s\n' "$sources" >"$d/sources.list"
+        rm -f "$stamp"
+    fi
+    if ((max_age > 0)) && [[ -f "$stamp" && -n "$(find "$stamp" -mmin -$((max_age * 60)) 2>/dev/null)" ]]; then
+        return 0
+    fi
+    log "refreshing the package lists of $what (private apt state ${d#"$REPO_ROOT"/})"
+    local -a opts
+    mapfile -t opts < <(apt_state_opts "$d")
+    if apt-get "${opts[@]}" -q update >"$d/update.log" 2>&1 &&
+        ! grep -Eq '^(E: |W: (Failed to fetch|Some index files failed))' "$d/update.log"; then
+        touch "$stamp"
+    elif compgen -G "$d/lists/*_Packages*" >/dev/null || compgen -G "$d/lists/*_Sources*" >/dev/null; then
+        warn "apt-get update for $what failed; using the lists fetched before (see $d/update.log)"
+    else
+        cat "$d/update.log" >&2
+        die "apt-get update for $what failed and no package lists are cached"
+    fi
+}
+
+apt_state_candidates() { # <dir> <pkg>...
+    local d=$1
+    shift
+    local -a opts
+    mapfile -t opts < <(apt_state_opts "$d")
+    apt-cache "${opts[@]}" policy "$@" 2>/dev/null | awk '
+        /^[^ ].*:$/ { pkg = substr($0, 1, length($0) - 1) }
+        /^  Candidate:/ { print pkg, $2 }'
+}
+
 # Seconds since the epoch, for timing summaries.
 now_s() {
     date +%s
@@ -88,6 +155,23 @@ fmt_duration() {
 VENV_DIR="$BUILD_DIR/venv"
 VENV_PYTHON="$VENV_DIR/bin/python3"
 export VENV_DIR VENV_PYTHON
+
+# The venv's python with the project's import roots on PYTHONPATH: the shared
+# test library (tests/lib: ixgbe_testlib), the in-guest tuner (guest:
+# nettune), the collection (playbooks/collections: ansible_collections.*).
+# pytest gets them from pytest.ini (`pythonpath`, read here, so that the list
+# is written once); a program that imports them (scripts/devvm.py,
+# scripts/demo.py, tests/bench/nicbench.py, tests/guest/boot_stress.py,
+# tests/tuner/{gen_trees,record_guest}.py) runs as
+#   "${PROJECT_PYTHON[@]}" PROGRAM ARGS...     (from a shell: scripts/python.sh)
+PROJECT_PYTHONPATH=""
+read -ra _roots <<<"$(sed -n 's/^pythonpath[[:space:]]*=//p' "$REPO_ROOT/pytest.ini")"
+for _root in "${_roots[@]}"; do
+    PROJECT_PYTHONPATH+="${PROJECT_PYTHONPATH:+:}$REPO_ROOT/$_root"
+done
+unset _root _roots
+# shellcheck disable=SC2034 # used by the scripts that source this file
+PROJECT_PYTHON=(env "PYTHONPATH=$PROJECT_PYTHONPATH${PYTHONPATH:+:$PYTHONPATH}" "$VENV_PYTHON")
 
 # The ASan + UBSan build made by scripts/fuzz.sh (also used by
 # scripts/run-qtest.sh --sanitizer).

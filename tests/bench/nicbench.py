@@ -44,11 +44,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "guest"))
-
-from benchlib import (  # noqa: E402
+from benchlib import (
     BenchError,
     CpuSnapshot,
     GuestSnapshot,
@@ -68,24 +64,12 @@ from benchlib import (  # noqa: E402
     sample_figures,
     summarize,
 )
-from netcheck import device_problems, format_records  # noqa: E402
-from scenarios import load_driver  # noqa: E402
-from vm import (  # noqa: E402
-    VM,
-    GuestError,
-    GuestImage,
-    HarnessError,
-    HostIperf3Server,
-    build_dir,
-    choose_accel,
-    dgram_netdev,
-    guest_image,
-    has_device,
-    mac_address,
-    nic_args,
-    qemu_binary,
-    user_netdev,
-)
+from ixgbe_testlib.errors import GuestError, HarnessError
+from ixgbe_testlib.host import GuestImage, build_dir, guest_image, has_device, qemu_binary
+from ixgbe_testlib.iperf3 import HostIperf3Server
+from ixgbe_testlib.netcheck import device_problems, format_records
+from ixgbe_testlib.nicargs import dgram_netdev, mac_address, nic_args, user_netdev
+from ixgbe_testlib.vm import VM, choose_accel, load_driver
 
 log = logging.getLogger("bench")
 

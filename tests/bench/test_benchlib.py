@@ -10,17 +10,13 @@ import json
 import math
 import os
 import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-from benchlib import (  # noqa: E402
+from benchlib import (
     BenchError,
     CpuSnapshot,
     GuestSnapshot,
@@ -48,6 +44,7 @@ from benchlib import (  # noqa: E402
     wire_frames,
 )
 
+HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"
 
 
@@ -294,7 +291,6 @@ def test_snapshot_shell_snippet_on_this_host() -> None:
     """The exact shell function the guest runs, run here on the host's own
     /proc, with this process standing in for the iperf3 server of netns
     "peer" (so both @@netdev sections show the same namespace)."""
-    sys.path.insert(0, str(HERE.parent / "guest"))
     from nicbench import SNAPSHOT_SH
 
     out = subprocess.run(

@@ -4,17 +4,13 @@ checks, turning a sample's guest files into figures, and the summary tables."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "guest"))
-
-from benchlib import CpuSnapshot, TaskStat  # noqa: E402
-from nicbench import (  # noqa: E402
+from benchlib import CpuSnapshot, TaskStat
+from ixgbe_testlib.host import GuestImage
+from nicbench import (
     MODELS,
     SUBJECT,
     TABLES,
@@ -29,8 +25,8 @@ from nicbench import (  # noqa: E402
     render_tables,
     summaries,
 )
-from vm import GuestImage  # noqa: E402
 
+HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"
 
 

@@ -1,30 +1,20 @@
-"""pytest glue for the network boot tests: the boot ROMs, the guest image, VMs, logs on failure."""
+"""pytest glue for the network boot tests: the boot ROMs, the guest image's
+kernel, VMs, meson's SKIP status. The options, fixtures and hooks every VM
+suite shares (--qemu, --vm-log-dir, image, log_root, logs on failure) are
+ixgbe_testlib.pytest_plugin's."""
 
 from __future__ import annotations
 
-import re
-import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parent / "guest"), str(HERE)]
-
-from netboot import BootRoms, NetbootFactory, NetbootVM, find_ovmf, load_boot_roms  # noqa: E402
-from vm import (  # noqa: E402
-    KERNELS,
-    GuestImage,
-    HarnessError,
-    build_dir,
-    guest_image,
-    has_device,
-    qemu_binary,
-)
-from vmreport import failure_sections, remember_vm  # noqa: E402
+from ixgbe_testlib.errors import HarnessError
+from ixgbe_testlib.host import KERNELS, GuestImage, build_dir
+from ixgbe_testlib.pytest_plugin import vm_factory
+from netboot import BootRoms, NetbootFactory, NetbootVM, find_ovmf, load_boot_roms
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -62,22 +52,19 @@ def boot_roms(pytestconfig: pytest.Config) -> BootRoms:
 
 
 @pytest.fixture(scope="session")
-def image(pytestconfig: pytest.Config) -> GuestImage:
-    try:
-        return guest_image(str(pytestconfig.getoption("--boot-kernel")))
-    except HarnessError as exc:
-        pytest.fail(str(exc), pytrace=False)
+def kernel(pytestconfig: pytest.Config) -> str:
+    return str(pytestconfig.getoption("--boot-kernel"))
 
 
 @pytest.fixture(scope="session")
-def qemu() -> Path:
-    try:
-        binary = qemu_binary()
-    except HarnessError as exc:
-        pytest.fail(str(exc), pytrace=False)
-    if not has_device("ixgbe", binary):
-        pytest.skip(f"QEMU binary {binary} has no '-device ixgbe' (device model not built in)")
-    return binary
+def log_name() -> str:
+    return "boot"
+
+
+@pytest.fixture(scope="session")
+def qemu(qemu: Path, require_ixgbe: None) -> Path:
+    """The plugin's QEMU binary; the tests that use it skip without -device ixgbe."""
+    return qemu
 
 
 @pytest.fixture(scope="session")
@@ -90,38 +77,17 @@ def ovmf() -> tuple[Path, Path]:
 
 @pytest.fixture
 def make_netboot_vm(
-    request: pytest.FixtureRequest, boot_roms: BootRoms, image: GuestImage, qemu: Path
+    request: pytest.FixtureRequest, boot_roms: BootRoms, image: GuestImage, qemu: Path, log_root: Path
 ) -> Iterator[NetbootFactory]:
     """make_netboot_vm(name, firmware=, machine=, romfile=) -> NetbootVM, not
     started (start() returns once the guest agent answers, else raises
     GuestError). ROMs are found by name in boot_roms' directory (-L)."""
-    vms: list[NetbootVM] = []
-    safe_name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.nodeid).strip("_")[:150]
-    test_dir = build_dir() / "test-logs" / "boot" / safe_name
-    if test_dir.exists():
-        shutil.rmtree(test_dir)
-    test_dir.mkdir(parents=True)
 
-    def make(name: str, **kwargs: Any) -> NetbootVM:
-        vm = NetbootVM(image, name=name, log_dir=test_dir, qemu=qemu, rom_dirs=[boot_roms.directory],
-                       uefi_nbp=boot_roms.uefi_nbp, **kwargs)  # fmt: skip
-        vms.append(vm)
-        remember_vm(request.node, vm)
-        return vm
+    def new(**kwargs: Any) -> NetbootVM:
+        return NetbootVM(image, qemu=qemu, rom_dirs=[boot_roms.directory], uefi_nbp=boot_roms.uefi_nbp,
+                         **kwargs)  # fmt: skip
 
-    try:
-        yield make
-    finally:
-        for vm in vms:
-            vm.shutdown()
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    report = yield
-    if report.failed:
-        report.sections.extend(failure_sections(item))
-    return report
+    yield from vm_factory(request, log_root, new)
 
 
 _passed: list[str] = []

@@ -1,6 +1,6 @@
 """Network boot of the test guest through the emulated 82599's boot ROM.
 
-A `NetbootVM` is the guest harness's `VM` (tests/guest/vm.py) without
+A `NetbootVM` is the guest harness's `VM` (ixgbe_testlib.vm) without
 direct kernel boot: the firmware (SeaBIOS, or OVMF for UEFI) boots from the
 NIC, whose option ROM is iPXE (scripts/build-ipxe.sh), over QEMU's user
 network. Its TFTP directory (in the VM's log directory) serves
@@ -30,7 +30,9 @@ import struct
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from vm import VM, GuestImage, HarnessError
+from ixgbe_testlib.errors import HarnessError
+from ixgbe_testlib.host import GuestImage
+from ixgbe_testlib.vm import VM
 
 VENDOR = 0x8086
 # iPXE's name (the intelx driver's table) of each device ID the project presents

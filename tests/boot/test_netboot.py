@@ -28,7 +28,7 @@ from netboot import (
     NetbootFactory,
     busid,
 )
-from vm import GuestError
+from ixgbe_testlib.errors import GuestError
 
 # `-device ixgbe`: the 82599 KR backplane port
 DEVICE_ID = 0x1517

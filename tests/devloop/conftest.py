@@ -2,18 +2,14 @@
 from __future__ import annotations
 
 import subprocess
-import sys
-from dataclasses import dataclass
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from devloop import BUILD_DIR  # noqa: E402
-from devloop import patched_ixgbe as build_patched_ixgbe  # noqa: E402
+from ixgbe_testlib.devloop import BUILD_DIR, REPO
+from ixgbe_testlib.devloop import patched_ixgbe as build_patched_ixgbe
 
 DEVVM = REPO / "scripts" / "devvm.sh"
 

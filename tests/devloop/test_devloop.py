@@ -8,21 +8,17 @@ the cause, the console log kept and nothing left running.
 """
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from ansible_collections.qemu_ixgbe.tuning.plugins.module_utils import guestimage
 from conftest import devvm
-from devloop import BUILD_DIR, PROBE_MESSAGE, REPO
-
-sys.path.insert(0, str(REPO / "tests" / "guest"))
-sys.path.insert(0, str(REPO / "playbooks" / "collections"))
-
-from ansible_collections.qemu_ixgbe.tuning.plugins.module_utils import guestimage  # noqa: E402
-from vm import HostIperf3Server  # noqa: E402
+from ixgbe_testlib.devloop import BUILD_DIR, PROBE_MESSAGE, REPO
+from ixgbe_testlib.iperf3 import HostIperf3Server
 
 PORT_UP = re.compile(r"^eth0\s+UP\s+10\.0\.2\.15/24", re.MULTILINE)
 
@@ -103,8 +99,11 @@ def test_interactive_shell(guest_61: Path, tmp_path: Path, no_qemu_left: None) -
 
 
 def test_shell_end_marker_hidden_however_chunked() -> None:
-    sys.path.insert(0, str(REPO / "scripts"))
-    import devvm as script  # noqa: PLC0415 - the script, not the conftest helper
+    # the program scripts/devvm.py (not the conftest helper), loaded from its file
+    spec = importlib.util.spec_from_file_location("devvm_script", REPO / "scripts" / "devvm.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
 
     stream = b"$ exit\r\n" + script.SHELL_END + b"\r\n"
     for cut in range(1, len(stream)):

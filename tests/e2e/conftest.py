@@ -1,11 +1,12 @@
 """pytest glue for the end-to-end tests: the Debian systemd guest image (built
-on demand, cached by scripts/build-rootfs.sh), the QEMU binary, log
-directories, step timings, and VM logs in the report of a failing test."""
+on demand, cached by scripts/build-rootfs.sh), a QEMU binary with -device
+ixgbe, step timings. The options, fixtures and hooks every VM suite shares
+(--qemu, --vm-log-dir, log_root, VM logs in the report of a failing test) are
+ixgbe_testlib.pytest_plugin's."""
 
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,23 +14,15 @@ from typing import Any
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parent / "guest"), str(HERE)]
-
-from sysguest import RootfsImage, build_rootfs  # noqa: E402
-from vm import HarnessError, build_dir, has_device, qemu_binary  # noqa: E402
-from vmreport import failure_sections  # noqa: E402
+from ixgbe_testlib.errors import HarnessError
+from ixgbe_testlib.host import has_device
+from ixgbe_testlib.sysguest import RootfsImage, build_rootfs
 
 TIMINGS: dict[str, float] = {}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("e2e", "end-to-end tests on the Debian systemd guest")
-    group.addoption(
-        "--e2e-log-dir",
-        default=None,
-        help="where VM logs go (default: $BUILD_DIR/test-logs/e2e)",
-    )
     group.addoption(
         "--rootfs-suite",
         default="bookworm",
@@ -39,25 +32,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.fixture(scope="session")
-def log_root(pytestconfig: pytest.Config) -> Path:
-    opt = pytestconfig.getoption("--e2e-log-dir")
-    root = Path(opt) if opt else build_dir() / "test-logs" / "e2e"
-    root.mkdir(parents=True, exist_ok=True)
-    return root
+def log_name() -> str:
+    return "e2e"
 
 
 @pytest.fixture(scope="session")
-def qemu() -> Path:
-    try:
-        binary = qemu_binary()
-    except HarnessError as exc:
-        pytest.fail(str(exc), pytrace=False)
-    if not has_device("ixgbe", binary):
+def qemu(qemu: Path) -> Path:
+    """The plugin's QEMU binary, which here must have -device ixgbe (a failure, not a skip)."""
+    if not has_device("ixgbe", qemu):
         pytest.fail(
-            f"QEMU binary {binary} has no '-device ixgbe' (build it with scripts/build-qemu.sh)",
+            f"QEMU binary {qemu} has no '-device ixgbe' (build it with scripts/build-qemu.sh)",
             pytrace=False,
         )
-    return binary
+    return qemu
 
 
 @pytest.fixture(scope="session")
@@ -93,11 +80,3 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     terminalreporter.section("end-to-end timings")
     for name, secs in TIMINGS.items():
         terminalreporter.write_line(f"{secs:8.1f} s  {name}")
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    report = yield
-    if report.failed:
-        report.sections.extend(failure_sections(item))
-    return report

@@ -49,10 +49,13 @@ from pathlib import Path
 import pytest
 
 from conftest import TIMINGS
-from netcheck import device_problems, format_records
-from sysguest import Lab, RootfsImage, SystemdVM, Wire, ixgbe_wire, pick_accel
-from vm import GuestError, KmsgRecord, mac_address, scaled
-from vmreport import remember_vm
+from ixgbe_testlib.errors import GuestError
+from ixgbe_testlib.host import scaled
+from ixgbe_testlib.netcheck import device_problems, format_records
+from ixgbe_testlib.nicargs import mac_address
+from ixgbe_testlib.parsers import KmsgRecord
+from ixgbe_testlib.sysguest import Lab, RootfsImage, SystemdVM, Wire, ixgbe_wire, pick_accel
+from ixgbe_testlib.vmreport import remember_vm
 
 VCPUS = 2  # testpmd: a main lcore and one forwarding lcore
 MEMORY_MB = 2048

@@ -40,8 +40,8 @@ from typing import Any
 import pytest
 
 from conftest import TIMINGS
-from netcheck import device_problems, format_records
-from sysguest import (
+from ixgbe_testlib.netcheck import device_problems, format_records
+from ixgbe_testlib.sysguest import (
     Lab,
     RootfsImage,
     SystemdVM,
@@ -53,7 +53,7 @@ from sysguest import (
     readings,
     virtio_wire,
 )
-from vmreport import remember_vm
+from ixgbe_testlib.vmreport import remember_vm
 
 VCPUS = 4
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""The pure parts of sysguest.py (no VM): parsers of the guest's ethtool
+"""The pure parts of ixgbe_testlib.sysguest (no VM): parsers of the guest's ethtool
 output, CPU masks and lists, and the plan-versus-readings comparison that the
 end-to-end test relies on. The ethtool texts are what the Debian guest's
 ethtool 6.1 printed for the emulated 82599 and for virtio-net."""
@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from sysguest import (
+from ixgbe_testlib.errors import GuestError
+from ixgbe_testlib.sysguest import (
     check_plan,
     cpulist,
     mask_cpus,
@@ -19,7 +20,6 @@ from sysguest import (
     parse_pause,
     rx_queue_packets,
 )
-from vm import GuestError
 
 PAUSE = "Pause parameters for enp1s0:\nAutonegotiate:\ton\nRX:\t\ton\nTX:\t\toff\n"
 RINGS = (

@@ -12,8 +12,8 @@ the NIC's driver and waits until its interface has carrier. A boot ends as
 
 Usage (from the repository root):
 
-  build/venv/bin/python tests/guest/boot_stress.py --kernel 6.1 -n 30 -j 2
-  build/venv/bin/python tests/guest/boot_stress.py --qemu /path/to/qemu-system-x86_64 \\
+  scripts/python.sh tests/guest/boot_stress.py --kernel 6.1 -n 30 -j 2
+  scripts/python.sh tests/guest/boot_stress.py --qemu /path/to/qemu-system-x86_64 \\
       --kernel 6.12 -n 30 -j 2 --json out.json
 
 It prints one line per boot, then boots, ok, aborts, failures, the distinct
@@ -38,20 +38,10 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from vm import (  # noqa: E402
-    KERNELS,
-    VM,
-    GuestError,
-    HarnessError,
-    guest_image,
-    mac_address,
-    nic_args,
-    qemu_binary,
-    scaled,
-    user_netdev,
-)
+from ixgbe_testlib.errors import GuestError, HarnessError
+from ixgbe_testlib.host import KERNELS, guest_image, qemu_binary, scaled
+from ixgbe_testlib.nicargs import mac_address, nic_args, user_netdev
+from ixgbe_testlib.vm import VM
 
 DRIVERS = {"ixgbe": "ixgbe", "igb": "igb", "e1000e": "e1000e", "virtio-net-pci": "virtio_net"}
 

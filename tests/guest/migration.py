@@ -26,8 +26,12 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from scenarios import WIRE_NET, Guest, back_to_back_args, load_driver, wire_back_to_back
-from vm import VM, GuestError, VMFactory, free_tcp_port, mac_address, scaled
+from ixgbe_testlib.errors import GuestError
+from ixgbe_testlib.host import scaled
+from ixgbe_testlib.iperf3 import free_tcp_port
+from ixgbe_testlib.nicargs import mac_address
+from ixgbe_testlib.vm import VM, VMFactory, load_driver
+from scenarios import WIRE_NET, Guest, back_to_back_args, wire_back_to_back
 
 # Migration parameters used for every migration here: no bandwidth cap (the
 # default 128 MiB/s may never converge under bulk traffic in a TCG guest),

@@ -10,8 +10,9 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from frames import FramePort
-from netcheck import (
+from ixgbe_testlib.frames import FramePort
+from ixgbe_testlib.iperf3 import HostIperf3Server, host_iperf3_client, iperf3_summary
+from ixgbe_testlib.netcheck import (
     device_problems,
     format_records,
     hashes_ports,
@@ -23,19 +24,9 @@ from netcheck import (
     rx_queue_packets,
     without,
 )
-from vm import (
-    VM,
-    HostIperf3Server,
-    KmsgRecord,
-    RssConfig,
-    VMFactory,
-    dgram_netdev,
-    host_iperf3_client,
-    iperf3_summary,
-    mac_address,
-    nic_args,
-    user_netdev,
-)
+from ixgbe_testlib.nicargs import dgram_netdev, mac_address, nic_args, user_netdev
+from ixgbe_testlib.parsers import KmsgRecord, RssConfig
+from ixgbe_testlib.vm import VM, VMFactory, load_driver
 
 GUEST_IP = "10.0.2.15"  # slirp's guest address (hostfwd targets it)
 HOST_IP = "10.0.2.2"  # slirp's gateway: the host's loopback
@@ -65,12 +56,6 @@ class Guest:
     def problems(self, since: float | None = None) -> list[KmsgRecord]:
         """Warning-or-worse kernel log records about this NIC."""
         return device_problems(self.vm.dmesg(since), self.driver, self.pcis, self.devs)
-
-
-def load_driver(vm: VM, driver: str) -> None:
-    if driver == "virtio_net":
-        vm.modprobe("virtio_pci")
-    vm.modprobe(driver)
 
 
 def boot_user_nic(

@@ -22,7 +22,8 @@ from scenarios import (
     iperf3_both_ways,
     iperf3_hostfwd,
 )
-from vm import VMFactory, free_tcp_port
+from ixgbe_testlib.iperf3 import free_tcp_port
+from ixgbe_testlib.vm import VMFactory
 
 
 def check_probe_link_and_log(g: Guest) -> None:

@@ -14,7 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from vm import VM, GuestError, GuestImage, VMFactory
+import ixgbe_testlib
+from ixgbe_testlib.errors import GuestError
+from ixgbe_testlib.host import GuestImage
+from ixgbe_testlib.vm import VM, VMFactory
 
 
 @pytest.fixture(scope="module")
@@ -136,11 +139,11 @@ def test_qemu_dies_with_a_killed_harness(image: GuestImage, qemu: Path, tmp_path
             sys.executable,
             "-c",
             "import sys, time; from pathlib import Path; sys.path.insert(0, sys.argv[1]);"
-            "from vm import VM, guest_image;"
+            "from ixgbe_testlib.host import guest_image; from ixgbe_testlib.vm import VM;"
             "vm = VM(guest_image(sys.argv[2]), name='orphan', log_dir=Path(sys.argv[3]),"
             " qemu=Path(sys.argv[4]));"
             "vm.start(); print(vm.pid, flush=True); time.sleep(600)",
-            str(Path(__file__).parent),
+            str(Path(ixgbe_testlib.__file__).resolve().parents[1]),  # tests/lib, for the child's sys.path
             image.kernel,
             str(tmp_path),
             str(qemu),

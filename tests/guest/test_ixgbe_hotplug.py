@@ -20,9 +20,12 @@ import time
 
 import pytest
 
-from netcheck import format_records
+from ixgbe_testlib.host import scaled
+from ixgbe_testlib.iperf3 import HostIperf3Server
+from ixgbe_testlib.netcheck import format_records
+from ixgbe_testlib.nicargs import mac_address
+from ixgbe_testlib.vm import VM, VMFactory
 from scenarios import GUEST_IP, HOST_IP, assert_clean_log, assert_qemu_quiet, boot_user_nic, iperf3_both_ways
-from vm import VM, HostIperf3Server, VMFactory, mac_address, scaled
 
 pytestmark = pytest.mark.usefixtures("require_ixgbe")
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from netcheck import risen
+from ixgbe_testlib.netcheck import risen
+from ixgbe_testlib.vm import VMFactory
 from scenarios import (
     GUEST_IP,
     HOST_IP,
@@ -15,7 +16,6 @@ from scenarios import (
     boot_user_nic,
     check_set_link,
 )
-from vm import VMFactory
 
 pytestmark = pytest.mark.usefixtures("require_ixgbe")
 

@@ -42,10 +42,12 @@ from migration import (
     snapshot_load,
     snapshot_save,
 )
-from netcheck import risen
+from ixgbe_testlib.errors import GuestError
+from ixgbe_testlib.host import scaled
+from ixgbe_testlib.netcheck import risen
+from ixgbe_testlib.vm import VM, VMFactory
 from scenarios import WIRE_NET, assert_clean_log, assert_qemu_quiet
 from test_baseline import IGB_UNPADDED_TX_COUNTERS
-from vm import VM, GuestError, VMFactory, scaled
 
 pytestmark = pytest.mark.usefixtures("require_ixgbe")
 

@@ -8,7 +8,8 @@ import shutil
 
 import pytest
 
-from netcheck import NOMSI_FALLBACK
+from ixgbe_testlib.netcheck import NOMSI_FALLBACK
+from ixgbe_testlib.vm import VMFactory
 from scenarios import (
     Guest,
     assert_clean_log,
@@ -16,7 +17,6 @@ from scenarios import (
     assert_selftest_pass,
     boot_user_nic,
 )
-from vm import VMFactory
 
 pytestmark = pytest.mark.usefixtures("require_ixgbe")
 

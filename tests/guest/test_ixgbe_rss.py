@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from ixgbe_testlib.vm import VMFactory
 from scenarios import assert_qemu_quiet, boot_dgram_nic, check_rss
-from vm import VMFactory
 
 pytestmark = pytest.mark.usefixtures("require_ixgbe")
 

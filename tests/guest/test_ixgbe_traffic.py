@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from netcheck import risen
+from ixgbe_testlib.iperf3 import free_tcp_port
+from ixgbe_testlib.netcheck import risen
+from ixgbe_testlib.vm import VMFactory
 from scenarios import (
     assert_clean_log,
     assert_qemu_quiet,
@@ -16,7 +18,6 @@ from scenarios import (
     iperf3_both_ways,
     iperf3_hostfwd,
 )
-from vm import VMFactory, free_tcp_port
 
 pytestmark = pytest.mark.usefixtures("require_ixgbe")
 

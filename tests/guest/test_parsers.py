@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from netcheck import NOMSI_FALLBACK, device_problems, error_counters, hashes_ports, risen, without
-from vm import (
-    GuestError,
+from ixgbe_testlib.errors import GuestError
+from ixgbe_testlib.netcheck import (
+    NOMSI_FALLBACK,
+    device_problems,
+    error_counters,
+    hashes_ports,
+    risen,
+    without,
+)
+from ixgbe_testlib.parsers import (
     KmsgRecord,
     parse_channels,
     parse_dmesg_raw,

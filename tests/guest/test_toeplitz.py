@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from toeplitz import flow_hash, reta_queue, rss_input, toeplitz_hash
+from ixgbe_testlib.toeplitz import flow_hash, reta_queue, rss_input, toeplitz_hash
 
 KEY = bytes.fromhex("6d5a56da255b0ec24167253d43a38fb0d0ca2bcbae7b30b477cb2da38030f20c6a42b73bbeac01fa")
 

@@ -6,20 +6,18 @@ import hashlib
 import io
 import os
 import shutil
-import sys
 from dataclasses import dataclass
 from typing import Callable, List
 
 import pytest
 
+from nettune import cli
+from nettune.errors import NettuneError
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
-GUEST = os.path.join(REPO, "guest")
+GUEST = os.path.join(REPO, "guest")  # nettune's package root (on sys.path by pytest.ini)
 TREES = os.path.join(HERE, "trees")
-sys.path.insert(0, GUEST)
-
-from nettune import cli  # noqa: E402
-from nettune.errors import NettuneError  # noqa: E402
 
 # Fixture data, not tests: keep pytest out of the sysfs-like trees (their links form cycles).
 collect_ignore = ["trees", "samples", "golden", "gen_trees.py", "record_guest.py"]

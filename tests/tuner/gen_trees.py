@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Build the sysfs/procfs fixture trees from the drivers' documented layout.
 
-    python3 tests/tuner/gen_trees.py [OUTDIR]      (default: tests/tuner/trees)
+    scripts/python.sh tests/tuner/gen_trees.py [OUTDIR]      (default: tests/tuner/trees)
+
+(or any python3 with guest/ on PYTHONPATH, for nettune).
 
 Each tree holds exactly the subset nettune.record copies from a live system
 (sys/, proc/, ethtool.json, services.json, README.md). IRQ names follow each
@@ -22,11 +24,10 @@ import sys
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "guest"))
+from nettune.cpus import format_cpulist, format_mask
+from nettune.ethtool import dump_json
 
-from nettune.cpus import format_cpulist, format_mask  # noqa: E402
-from nettune.ethtool import dump_json  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 QEMU_CPU = ("AuthenticAMD", "QEMU Virtual CPU version 2.5+",
             "fpu de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush mmx fxsr sse "

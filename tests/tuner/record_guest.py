@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Record fixture trees from real guests: the project's QEMU, a Debian kernel, stock drivers.
 
-    build/venv/bin/python tests/tuner/record_guest.py [--kernel 6.1] [--only NAME ...] [--out DIR]
+    scripts/python.sh tests/tuner/record_guest.py [--kernel 6.1] [--only NAME ...] [--out DIR]
 
-For each case it boots the test guest (tests/guest/vm.py) with 4 vCPUs and one NIC,
+For each case it boots the test guest (ixgbe_testlib.vm) with 4 vCPUs and one NIC,
 loads the driver, brings the link up, runs guest/record.sh inside the guest (the
 guest has busybox, no Python), copies the snapshot out over the console, and
 cuts the tree with `nettune.record --from-root`. Then it runs every ethtool change
@@ -32,16 +32,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from ixgbe_testlib import host, nicargs
+from ixgbe_testlib.vm import VM
+from nettune import cli
+from nettune.ethtool import EthtoolError, command as ethtool_command, dump_json
+from nettune.record import main as record_main
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-sys.path.insert(0, str(REPO / "tests" / "guest"))
-sys.path.insert(0, str(REPO / "guest"))
-
-import vm as guestvm  # noqa: E402
-
-from nettune import cli  # noqa: E402
-from nettune.ethtool import EthtoolError, command as ethtool_command, dump_json  # noqa: E402
-from nettune.record import main as record_main  # noqa: E402
 
 
 @dataclass
@@ -65,27 +63,27 @@ CASES = [
 
 
 def nic_args(case: Case) -> List[str]:
-    mac = guestvm.mac_address(0)
+    mac = nicargs.mac_address(0)
     if case.multiqueue_tap:
         return (["-netdev", "tap,id=n0,ifname=nt0,script=no,downscript=no,queues=4,vhost=off"]
-                + guestvm.nic_args(case.model, "n0", 0, mac, extra="mq=on,vectors=10"))
-    return guestvm.user_netdev("n0") + guestvm.nic_args(case.model, "n0", 0, mac)
+                + nicargs.nic_args(case.model, "n0", 0, mac, extra="mq=on,vectors=10"))
+    return nicargs.user_netdev("n0") + nicargs.nic_args(case.model, "n0", 0, mac)
 
 
 def qemu_in_private_netns(workdir: Path) -> Path:
     """A wrapper that starts QEMU in a new network namespace (for its tap device)."""
     wrapper = workdir / "qemu-netns"
-    wrapper.write_text(f"#!/bin/sh\nexec unshare --net -- {guestvm.qemu_binary()} \"$@\"\n")
+    wrapper.write_text(f"#!/bin/sh\nexec unshare --net -- {host.qemu_binary()} \"$@\"\n")
     wrapper.chmod(0o755)
     return wrapper
 
 
 def record_case(case: Case, kernel: str, out_dir: Path, log_dir: Path) -> Path:
-    image = guestvm.guest_image(kernel)
+    image = host.guest_image(kernel)
     work = Path(tempfile.mkdtemp(prefix="nettune-rec-"))
     try:
         qemu = qemu_in_private_netns(work) if case.multiqueue_tap else None
-        with guestvm.VM(image, name=case.name, log_dir=log_dir, smp=4, args=nic_args(case), qemu=qemu) as vm:
+        with VM(image, name=case.name, log_dir=log_dir, smp=4, args=nic_args(case), qemu=qemu) as vm:
             for mod in case.modules:
                 vm.modprobe(mod)
             dev = vm.wait_netdevs(case.driver, 1, timeout=120)[0]
@@ -118,7 +116,7 @@ def record_case(case: Case, kernel: str, out_dir: Path, log_dir: Path) -> Path:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def measure_refusals(vm: "guestvm.VM", tree: Path) -> None:
+def measure_refusals(vm: "VM", tree: Path) -> None:
     """Run every ethtool change any profile plans for this tree in the (throwaway) guest;
     record the operations the driver refuses as unsupported in ethtool.json ("refuse"),
     so apply on the tree meets the same refusals as on the real driver."""
@@ -156,17 +154,17 @@ def measure_refusals(vm: "guestvm.VM", tree: Path) -> None:
 
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--kernel", default="6.1", choices=guestvm.KERNELS)
+    ap.add_argument("--kernel", default="6.1", choices=host.KERNELS)
     ap.add_argument("--only", action="append", help="case name (repeatable); default all")
     ap.add_argument("--out", default=str(HERE / "trees"))
     args = ap.parse_args(argv)
-    build = guestvm.build_dir()
+    build = host.build_dir()
     cases = [c for c in CASES if not args.only or c.name in args.only]
     if args.only and len(cases) != len(args.only):
         known = ", ".join(c.name for c in CASES)
         raise SystemExit(f"unknown case in {args.only} (known: {known})")
     for case in cases:
-        if not guestvm.has_device(case.model):
+        if not host.has_device(case.model):
             print(f"skip {case.name}: this QEMU has no -device {case.model}", file=sys.stderr)
             continue
         if case.multiqueue_tap and (os.geteuid() != 0 or shutil.which("unshare") is None):

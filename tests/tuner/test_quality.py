@@ -42,7 +42,7 @@ def test_mypy_strict() -> None:
     for args in (["--strict", PACKAGE],
                  ["--strict", "--explicit-package-bases"] + sorted(
                      os.path.join(HERE, f) for f in os.listdir(HERE)
-                     if f.endswith(".py") and f != "record_guest.py")):   # that one drives tests/guest/vm.py
+                     if f.endswith(".py") and f != "record_guest.py")):   # that one drives ixgbe_testlib.vm
         proc = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--cache-dir", os.devnull] + args,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, env=env)
         assert proc.returncode == 0, proc.stdout

@@ -7,19 +7,15 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
 
-from harness import BUILD_DIR, PLAYBOOKS, REPO, has_ixgbe, run_playbook, virsh
-
-sys.path.insert(0, str(REPO / "tests" / "guest"))
-sys.path.insert(0, str(REPO / "tests" / "devloop"))
-
-from devloop import PROBE_MESSAGE, patched_ixgbe  # noqa: E402
-from vm import HostIperf3Server  # noqa: E402
+from harness import BUILD_DIR, PLAYBOOKS, has_ixgbe, run_playbook, virsh
+# the project's test library (tests/lib, on sys.path by the repository's pytest.ini)
+from ixgbe_testlib.devloop import PROBE_MESSAGE, patched_ixgbe
+from ixgbe_testlib.iperf3 import HostIperf3Server
 
 NAME = "qemu-ixgbe-test-ci-vm"
 IXGBE_IDS = {"0x10f7", "0x10f8", "0x10f9", "0x10fb", "0x10fc", "0x1514", "0x1517", "0x151c",

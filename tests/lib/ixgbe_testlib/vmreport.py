@@ -1,17 +1,20 @@
 """The logs of the VMs a failing test used, attached to its pytest report.
 
 Fixtures remember each VM they start on the test's (or module's, class's) node
-with `remember_vm`; the conftest hooks call `failure_sections` for a failed
-report. Shared by tests/guest and tests/e2e.
+with `remember_vm`; the hook of ixgbe_testlib.pytest_plugin calls
+`failure_sections` for a failed report.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
-from vm import VM
+if TYPE_CHECKING:
+    from ixgbe_testlib.vm import VM
 
-LAUNCHED = pytest.StashKey[list[VM]]()
+LAUNCHED = pytest.StashKey[list["VM"]]()
 
 
 def remember_vm(node: pytest.Item | pytest.Collector, vm: VM) -> None:
@@ -24,7 +27,8 @@ def failure_sections(item: pytest.Item) -> list[tuple[str, str]]:
     vms: list[VM] = []
     node: pytest.Item | pytest.Collector | None = item
     while node is not None:
-        vms.extend(node.stash.get(LAUNCHED, []))
+        launched: list[VM] = node.stash.get(LAUNCHED, [])
+        vms.extend(launched)
         node = node.parent
     sections: list[tuple[str, str]] = []
     for vm in vms:

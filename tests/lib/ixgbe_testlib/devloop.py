@@ -4,13 +4,14 @@ the dev-loop tests (tests/devloop) and the test_vm role's test
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-BUILD_DIR = Path(os.environ.get("BUILD_DIR") or REPO / "build").resolve()
+from ixgbe_testlib.host import REPO_ROOT as REPO
+from ixgbe_testlib.host import build_dir
+
+BUILD_DIR = build_dir()
 OOT = REPO / "scripts" / "oot-module.sh"
 
 PROBE_MESSAGE = "devloop: out-of-tree ixgbe probing"

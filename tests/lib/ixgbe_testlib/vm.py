@@ -13,18 +13,16 @@ Every VM writes its logs into its own directory: QEMU's stderr
 console (`serial.log`), every command and its output (`agent.log`) and the
 guest's kernel log at shutdown (`dmesg.log`).
 
-Environment:
-  QEMU                 QEMU binary (default $BUILD_DIR/qemu-build/qemu-system-x86_64)
-  BUILD_DIR            build directory (default <repo>/build)
+Environment (and those of ixgbe_testlib.host: QEMU, BUILD_DIR,
+GUEST_TIMEOUT_SCALE):
   GUEST_ACCEL          tcg (default), kvm, or auto: use KVM only if a real
                        boot under KVM works (probed once, result cached)
-  GUEST_TIMEOUT_SCALE  multiply every guest timeout (default 1)
+  GUEST_TCG_THREAD     single or multi: TCG's threading (default QEMU's)
 """
 
 from __future__ import annotations
 
 import base64
-import ctypes
 import dataclasses
 import hashlib
 import json
@@ -47,100 +45,26 @@ from typing import Any, TypeVar
 
 from qemu.qmp.legacy import QEMUMonitorProtocol
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-KERNELS = ("6.1", "6.12")
-FIRMWARE_DIRS = (Path("/usr/share/qemu"), Path("/usr/share/seabios"))
+from ixgbe_testlib.errors import GuestError, HarnessError
+from ixgbe_testlib.host import FIRMWARE_DIRS, GuestImage, build_dir, die_with_parent, qemu_binary, scaled
+from ixgbe_testlib.iperf3 import iperf3_report
+from ixgbe_testlib.parsers import (
+    KmsgRecord,
+    RssConfig,
+    SelfTest,
+    parse_channels,
+    parse_dmesg_raw,
+    parse_ethtool_settings,
+    parse_ethtool_stats,
+    parse_interrupts,
+    parse_rss,
+    parse_selftest,
+    strip_kernel_messages,
+)
 
 log = logging.getLogger("guest")
 
 T = TypeVar("T")
-
-
-# ----------------------------------------------------------------- locations
-def build_dir() -> Path:
-    return Path(os.environ.get("BUILD_DIR") or REPO_ROOT / "build").resolve()
-
-
-def qemu_binary() -> Path:
-    env = os.environ.get("QEMU")
-    path = Path(env) if env else build_dir() / "qemu-build" / "qemu-system-x86_64"
-    if not path.is_file() or not os.access(path, os.X_OK):
-        raise HarnessError(
-            f"QEMU binary {path} not found or not executable"
-            + ("" if env else " (build it with scripts/build-qemu.sh, or set QEMU=...)")
-        )
-    return path
-
-
-@dataclasses.dataclass(frozen=True)
-class GuestImage:
-    kernel: str
-    vmlinuz: Path
-    initrd: Path
-    release: str  # the kernel's `uname -r`
-
-
-def guest_image(kernel: str) -> GuestImage:
-    if kernel not in KERNELS:
-        raise HarnessError(f"unknown guest kernel {kernel!r}; expected one of {', '.join(KERNELS)}")
-    d = build_dir() / "guest" / kernel
-    vmlinuz, initrd, manifest = d / "vmlinuz", d / "initrd.img", d / "manifest.txt"
-    for f in (vmlinuz, initrd, manifest):
-        if not f.is_file():
-            raise HarnessError(f"guest image file {f} missing: run scripts/build-guest.sh {kernel}")
-    release = ""
-    for line in manifest.read_text().splitlines():
-        if line.startswith("kernel-release "):
-            release = line.split(None, 1)[1].strip()
-    return GuestImage(kernel, vmlinuz, initrd, release)
-
-
-def timeout_scale() -> float:
-    raw = os.environ.get("GUEST_TIMEOUT_SCALE", "1")
-    try:
-        value = float(raw)
-    except ValueError:
-        raise HarnessError(f"GUEST_TIMEOUT_SCALE must be a number, got {raw!r}") from None
-    if value <= 0:
-        raise HarnessError(f"GUEST_TIMEOUT_SCALE must be positive, got {raw!r}")
-    return value
-
-
-def scaled(seconds: float) -> float:
-    return seconds * timeout_scale()
-
-
-_device_cache: dict[Path, str] = {}
-
-
-def qemu_devices(qemu: Path | None = None) -> str:
-    """The output of `qemu -device help` (cached per binary)."""
-    binary = qemu or qemu_binary()
-    if binary not in _device_cache:
-        out = subprocess.run(
-            [str(binary), "-machine", "none", "-device", "help"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        if out.returncode != 0:
-            raise HarnessError(f"{binary} -device help failed ({out.returncode}): {out.stderr.strip()}")
-        _device_cache[binary] = out.stdout + out.stderr
-    return _device_cache[binary]
-
-
-def has_device(name: str, qemu: Path | None = None) -> bool:
-    return re.search(rf'^name "{re.escape(name)}"', qemu_devices(qemu), re.MULTILINE) is not None
-
-
-# ------------------------------------------------------------------- errors
-class HarnessError(Exception):
-    """The harness cannot do what was asked (missing files, bad arguments)."""
-
-
-class GuestError(Exception):
-    """The guest or QEMU misbehaved: died, hung, or answered garbage."""
 
 
 class CommandFailed(GuestError):
@@ -169,14 +93,6 @@ class Result:
         if not self.ok:
             raise CommandFailed(self)
         return self
-
-
-def _die_with_parent() -> None:
-    """In a child process: get SIGKILL when the harness dies, so that no
-    QEMU outlives a killed test run (e.g. a test runner's timeout)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    pr_set_pdeathsig = 1
-    libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
 
 
 # ------------------------------------------------------------------- accel
@@ -225,13 +141,6 @@ _RESULT_RE = re.compile(rb"@@AGENT-RESULT ([0-9a-f]+) (-?\d+) ([01]) (\d+) ([0-9
 _NOT_B64 = re.compile(rb"[^A-Za-z0-9+/=]")
 # A kernel message on the console: "[ seconds] text" up to its line end. The
 # kernel writes each one whole (under the port lock), possibly in the middle
-# of a line of the agent's, whose output never contains "[".
-_KMSG_ON_CONSOLE = re.compile(rb"\[\s*\d+\.\d+\] [^\n]*\n")
-
-
-def strip_kernel_messages(raw: bytes) -> bytes:
-    """The console stream without the kernel messages printed into it."""
-    return _KMSG_ON_CONSOLE.sub(b"", raw)
 
 
 class _Console:
@@ -310,154 +219,6 @@ class _Console:
         self._sock.close()
         self._thread.join(timeout=5)
         self._log.close()
-
-
-# --------------------------------------------------------------- kernel log
-@dataclasses.dataclass(frozen=True)
-class KmsgRecord:
-    level: int  # 0 emerg .. 7 debug
-    facility: int  # 0 kernel
-    timestamp: float  # seconds since boot
-    text: str
-
-    @property
-    def is_warning_or_worse(self) -> bool:
-        return self.level <= 4
-
-
-_DMESG_RE = re.compile(r"^<(\d+)>\[\s*(\d+\.\d+)\]\s?(.*)$")
-
-
-def parse_dmesg_raw(text: str) -> list[KmsgRecord]:
-    """Parse `dmesg -r` output: `<prio>[ seconds] message` lines.
-
-    prio = facility * 8 + level. Lines without a prefix continue the previous
-    record.
-    """
-    records: list[KmsgRecord] = []
-    for line in text.splitlines():
-        m = _DMESG_RE.match(line)
-        if m:
-            prio = int(m.group(1))
-            records.append(KmsgRecord(prio & 7, prio >> 3, float(m.group(2)), m.group(3)))
-        elif records and line.strip():
-            last = records[-1]
-            records[-1] = dataclasses.replace(last, text=last.text + "\n" + line)
-    return records
-
-
-# ---------------------------------------------------------------- parsers
-def parse_ethtool_stats(text: str) -> dict[str, int]:
-    """`ethtool -S dev` -> {counter: value}."""
-    stats: dict[str, int] = {}
-    for line in text.splitlines():
-        m = re.match(r"^\s+([^:]+):\s+(-?\d+)\s*$", line)
-        if m:
-            stats[m.group(1).strip()] = int(m.group(2))
-    if not stats:
-        raise GuestError(f"no counters in ethtool -S output:\n{text}")
-    return stats
-
-
-def parse_ethtool_settings(text: str) -> dict[str, str]:
-    """`ethtool dev` -> {"Speed": "10000Mb/s", "Link detected": "yes", ...}."""
-    out: dict[str, str] = {}
-    for line in text.splitlines():
-        m = re.match(r"^\s+([A-Za-z][^:]*):\s*(.*)$", line)
-        if m:
-            out[m.group(1).strip()] = m.group(2).strip()
-    return out
-
-
-@dataclasses.dataclass(frozen=True)
-class SelfTest:
-    passed: bool
-    results: dict[str, int]  # e.g. {"Register test  (offline)": 0, ...}
-    output: str
-
-
-def parse_selftest(text: str) -> SelfTest:
-    """`ethtool -t dev [offline|online]` output."""
-    m = re.search(r"The test result is (PASS|FAIL)", text)
-    if not m:
-        raise GuestError(f"no test result in ethtool -t output:\n{text}")
-    results: dict[str, int] = {}
-    after = text.split("The test extra info:", 1)
-    if len(after) == 2:
-        for line in after[1].splitlines():
-            r = re.match(r"^(.*\S)\s+(-?\d+)\s*$", line)
-            if r:
-                results[r.group(1).strip()] = int(r.group(2))
-    return SelfTest(m.group(1) == "PASS", results, text)
-
-
-def parse_channels(text: str) -> dict[str, dict[str, int]]:
-    """`ethtool -l dev` -> {"max": {"Combined": 63, ...}, "current": {...}}."""
-    section = ""
-    out: dict[str, dict[str, int]] = {"max": {}, "current": {}}
-    for line in text.splitlines():
-        if line.startswith("Pre-set maximums"):
-            section = "max"
-        elif line.startswith("Current hardware settings"):
-            section = "current"
-        else:
-            m = re.match(r"^(RX|TX|Other|Combined):\s+(\S+)", line)
-            if m and section:
-                value = m.group(2)
-                out[section][m.group(1)] = int(value) if value.isdigit() else 0
-    if not out["current"]:
-        raise GuestError(f"cannot parse ethtool -l output:\n{text}")
-    return out
-
-
-@dataclasses.dataclass(frozen=True)
-class RssConfig:
-    reta: list[int]
-    key: bytes | None  # None when the driver cannot report it
-    hash_function: str  # e.g. "toeplitz" (the function marked "on")
-
-
-def parse_rss(text: str) -> RssConfig:
-    """`ethtool -x dev` -> redirection table, hash key and active function."""
-    reta: list[int] = []
-    key: bytes | None = None
-    func = ""
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        m = re.match(r"^\s*(\d+):\s+((?:\d+\s*)+)$", line)
-        if m:
-            start = int(m.group(1))
-            values = [int(v) for v in m.group(2).split()]
-            if start != len(reta):
-                raise GuestError(f"RETA rows out of order at {start}:\n{text}")
-            reta.extend(values)
-        elif line.startswith("RSS hash key:") and i + 1 < len(lines):
-            hexkey = lines[i + 1].strip()
-            if re.fullmatch(r"[0-9a-fA-F]{2}(:[0-9a-fA-F]{2})*", hexkey):
-                key = bytes.fromhex(hexkey.replace(":", ""))
-        f = re.match(r"^\s*(\w+):\s+on\s*$", line)
-        if f:
-            func = f.group(1)
-    if not reta:
-        raise GuestError(f"cannot parse ethtool -x output:\n{text}")
-    return RssConfig(reta, key, func)
-
-
-def parse_interrupts(text: str) -> dict[str, int]:
-    """/proc/interrupts -> {action name: total count over all CPUs}."""
-    lines = text.splitlines()
-    if not lines:
-        raise GuestError("empty /proc/interrupts")
-    ncpu = len(lines[0].split())
-    out: dict[str, int] = {}
-    for line in lines[1:]:
-        parts = line.split()
-        if not parts or not parts[0].endswith(":") or not parts[0][:-1].isdigit():
-            continue
-        counts = [int(p) for p in parts[1 : 1 + ncpu] if p.isdigit()]
-        name = parts[-1]
-        out[name] = sum(counts)
-    return out
 
 
 # ----------------------------------------------------------------------- VM
@@ -593,7 +354,7 @@ class VM:
                 stdout=err,
                 stderr=err,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
         try:
             serial_listener.settimeout(0.5)
@@ -1084,131 +845,12 @@ class VM:
         return iperf3_report("iperf3 in the guest", r.ok, r.rc, r.stdout)
 
 
-# --------------------------------------------------------------- host side
-def free_tcp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def load_driver(vm: VM, driver: str) -> None:
+    """modprobe a NIC's driver (virtio_net wants virtio_pci first)."""
+    if driver == "virtio_net":
+        vm.modprobe("virtio_pci")
+    vm.modprobe(driver)
 
-
-def tcp_listening(port: int) -> bool:
-    """Whether a TCP socket of this network namespace listens on `port` (IPv4)."""
-    with open("/proc/net/tcp", encoding="ascii") as f:
-        next(f)
-        for line in f:
-            fields = line.split()
-            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
-                return True
-    return False
-
-
-class HostIperf3Server:
-    """`iperf3 -s` on the host's loopback for one test (killed at exit)."""
-
-    def __init__(self, log_dir: Path, port: int | None = None) -> None:
-        self.port = port or free_tcp_port()
-        self.log_path = log_dir / f"host-iperf3-{self.port}.log"
-        self._proc: subprocess.Popen[bytes] | None = None
-
-    def __enter__(self) -> HostIperf3Server:
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("ab") as fh:
-            self._proc = subprocess.Popen(
-                ["iperf3", "-s", "-B", "127.0.0.1", "-p", str(self.port)],
-                stdin=subprocess.DEVNULL,
-                stdout=fh,
-                stderr=fh,
-                start_new_session=True,
-                preexec_fn=_die_with_parent,
-            )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            # Look for the listening socket instead of connecting to it: iperf3
-            # takes every connection for a client and a probe disturbs the test.
-            if tcp_listening(self.port):
-                return self
-            if self._proc.poll() is not None:
-                break
-            time.sleep(0.1)
-        self.__exit__()
-        raise HarnessError(f"host iperf3 server did not start: {self.log_path.read_text()}")
-
-    def __exit__(self, *exc: object) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            os.killpg(self._proc.pid, signal.SIGKILL)
-            self._proc.wait(timeout=10)
-
-
-def host_iperf3_client(port: int, seconds: int = 5, reverse: bool = False) -> dict[str, Any]:
-    """iperf3 -c 127.0.0.1:port on the host (e.g. to a hostfwd port)."""
-    argv = ["iperf3", "-c", "127.0.0.1", "-p", str(port), "-t", str(seconds), "-J"]
-    if reverse:
-        argv.append("-R")
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + scaled(90), check=False)
-    return iperf3_report("host iperf3", out.returncode == 0, out.returncode, out.stdout, out.stderr)
-
-
-def iperf3_report(who: str, ok: bool, rc: int, stdout: str, stderr: str = "") -> dict[str, Any]:
-    """The JSON report of an `iperf3 -J` run, or GuestError saying why there is none
-    (`ok`: the command exited 0 in time)."""
-    try:
-        report: dict[str, Any] = json.loads(stdout)
-    except ValueError:
-        raise GuestError(f"{who} failed (rc={rc}):\n{stdout}{stderr}") from None
-    if "error" in report or not ok:
-        raise GuestError(f"{who} failed: {report.get('error', stderr or stdout)}")
-    return report
-
-
-def iperf3_summary(report: dict[str, Any]) -> tuple[float, int]:
-    """(received Mbit/s, sender retransmits) from an iperf3 JSON report."""
-    end = report["end"]
-    mbps = float(end["sum_received"]["bits_per_second"]) / 1e6
-    retrans = int(end.get("sum_sent", {}).get("retransmits", 0) or 0)
-    return mbps, retrans
-
-
-# ------------------------------------------------------ NIC argument helpers
-def nic_args(
-    model: str,
-    netdev: str,
-    index: int,
-    mac: str,
-    root_port: bool = True,
-    extra: str = "",
-) -> list[str]:
-    """-device arguments for a NIC; by default behind its own PCIe root port,
-    where an add-in card sits on real hardware."""
-    dev = f"{model},netdev={netdev},mac={mac},romfile=,id=nic{index}"
-    if extra:
-        dev += "," + extra
-    if not root_port:
-        return ["-device", dev]
-    port = f"rp{index}"
-    return [
-        "-device", f"pcie-root-port,id={port},chassis={index + 1},slot={index + 1}",
-        "-device", f"{dev},bus={port}",
-    ]  # fmt: skip
-
-
-def mac_address(index: int) -> str:
-    return f"52:54:00:12:34:{0x56 + index:02x}"
-
-
-def user_netdev(netdev: str, hostfwd: Sequence[tuple[int, int]] = ()) -> list[str]:
-    """-netdev user (slirp: guest 10.0.2.15, host loopback as 10.0.2.2)."""
-    opts = f"user,id={netdev},net=10.0.2.0/24,restrict=off"
-    for host_port, guest_port in hostfwd:
-        opts += f",hostfwd=tcp:127.0.0.1:{host_port}-:{guest_port}"
-    return ["-netdev", opts]
-
-
-def dgram_netdev(netdev: str, local: Path, remote: Path) -> list[str]:
-    """-netdev dgram over unix sockets: one Ethernet frame per datagram."""
-    return [
-        "-netdev",
-        f"dgram,id={netdev},local.type=unix,local.path={local},remote.type=unix,remote.path={remote}",
-    ]
 
 
 # make_vm(name=..., smp=..., args=[...], args_factory=..., append=...) -> started VM

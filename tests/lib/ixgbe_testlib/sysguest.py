@@ -1,5 +1,5 @@
 """A Debian systemd guest (scripts/build-rootfs.sh) under the project's QEMU,
-driven through the harness of tests/guest (vm.py), with wires to host-side
+driven through the harness (ixgbe_testlib.vm), with wires to host-side
 peers in a private network namespace.
 
 - `build_rootfs()` runs scripts/build-rootfs.sh (cached) and returns the image.
@@ -35,23 +35,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from vm import (
-    VM,
-    GuestError,
-    GuestImage,
-    HarnessError,
-    build_dir,
-    choose_accel,
-    guest_image,
-    iperf3_report,
-    iperf3_summary,
-    mac_address,
-    nic_args,
-    qemu_binary,
-    scaled,
-)
+from ixgbe_testlib.errors import GuestError, HarnessError
+from ixgbe_testlib.host import REPO_ROOT, GuestImage, build_dir, guest_image, qemu_binary, scaled
+from ixgbe_testlib.iperf3 import iperf3_report, iperf3_summary
+from ixgbe_testlib.nicargs import mac_address, nic_args
+from ixgbe_testlib.vm import VM, choose_accel
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 SUITES = ("bookworm",)
 
 

@@ -8,9 +8,12 @@ import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 
-from frames import Flow, FramePort
-from toeplitz import flow_hash, reta_queue
-from vm import VM, GuestError, KmsgRecord, scaled
+from ixgbe_testlib.errors import GuestError
+from ixgbe_testlib.frames import Flow, FramePort
+from ixgbe_testlib.host import scaled
+from ixgbe_testlib.parsers import KmsgRecord
+from ixgbe_testlib.toeplitz import flow_hash, reta_queue
+from ixgbe_testlib.vm import VM
 
 # ------------------------------------------------------------- kernel log
 
