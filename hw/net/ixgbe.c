@@ -2,10 +2,13 @@
  * QEMU model of the Intel 82599 10 Gigabit Ethernet controller:
  * PCI Express function, BARs, capabilities, properties and migration.
  *
- * The function presents itself as an 82599 10GBASE-KR backplane port
- * (device 0x1517): a backplane part needs neither an SFP+ module nor a
- * PHY behind MDIO, so the stock drivers bring the link up from the MAC's
- * own AUTOC/LINKS registers.
+ * One device type per 82599 part, as the stock drivers tell them apart
+ * by device ID: "ixgbe" is the 10GBASE-KR backplane port (0x1517),
+ * "ixgbe-combo" the KX4/KX/KR combined backplane port (0x10F8), and
+ * "ixgbe-sfp" the SFP+ port of the X520 adapters (0x10FB), whose module
+ * is chosen, and can be swapped at run time, with the property "sfp".
+ * A backplane part needs neither a module nor a PHY behind MDIO, so the
+ * drivers bring its link up from the MAC's own AUTOC/LINKS registers.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -27,8 +30,21 @@
 #include "ixgbe_core.h"
 #include "trace.h"
 
-#define TYPE_IXGBE "ixgbe"
-OBJECT_DECLARE_SIMPLE_TYPE(IxgbeState, IXGBE)
+#define TYPE_IXGBE "ixgbe-base"
+OBJECT_DECLARE_TYPE(IxgbeState, IxgbeClass, IXGBE)
+
+/* What tells the parts apart */
+typedef struct IxgbeVariant {
+    const char *name;
+    const char *desc;
+    uint16_t device_id;
+    IxgbeMedia media;
+} IxgbeVariant;
+
+struct IxgbeClass {
+    PCIDeviceClass parent_class;
+    const IxgbeVariant *variant;
+};
 
 #define IXGBE_MMIO_BAR      0
 #define IXGBE_IO_BAR        2
@@ -55,6 +71,26 @@ struct IxgbeState {
 
     uint32_t ioaddr;
     IxgbeCore core;
+};
+
+static const IxgbeVariant ixgbe_variants[] = {
+    {
+        .name = "ixgbe",
+        .desc = "Intel 82599 10 Gigabit Ethernet Controller (10GBASE-KR)",
+        .device_id = IXGBE_DEV_ID_82599_KR,
+        .media = IXGBE_MEDIA_KR,
+    }, {
+        .name = "ixgbe-combo",
+        .desc = "Intel 82599 10 Gigabit Ethernet Controller "
+                "(KX4/KX/KR backplane)",
+        .device_id = IXGBE_DEV_ID_82599_COMBO_BACKPLANE,
+        .media = IXGBE_MEDIA_KX4_KX_KR,
+    }, {
+        .name = "ixgbe-sfp",
+        .desc = "Intel 82599 10 Gigabit Ethernet Controller (SFP+, X520)",
+        .device_id = IXGBE_DEV_ID_82599_SFP,
+        .media = IXGBE_MEDIA_SFP,
+    },
 };
 
 static uint64_t ixgbe_mmio_read(void *opaque, hwaddr addr, unsigned size)
@@ -361,6 +397,25 @@ static const VMStateDescription ixgbe_vmstate_ptp = {
     }
 };
 
+/* The SFP+ cage: the module in it and where the I2C bus is */
+static bool ixgbe_sfp_needed(void *opaque)
+{
+    IxgbeState *s = opaque;
+
+    return s->core.sfp.media == IXGBE_MEDIA_SFP;
+}
+
+static const VMStateDescription ixgbe_vmstate_sfp_cage = {
+    .name = "ixgbe/sfp",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = ixgbe_sfp_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_STRUCT(core.sfp, IxgbeState, 1, ixgbe_vmstate_sfp, IxgbeSfp),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
 static const VMStateDescription ixgbe_vmstate = {
     .name = "ixgbe",
     .version_id = 1,
@@ -387,6 +442,7 @@ static const VMStateDescription ixgbe_vmstate = {
     },
     .subsections = (const VMStateDescription * const []) {
         &ixgbe_vmstate_ptp,
+        &ixgbe_vmstate_sfp_cage,
         NULL
     }
 };
@@ -395,7 +451,30 @@ static const Property ixgbe_properties[] = {
     DEFINE_NIC_PROPERTIES(IxgbeState, conf),
 };
 
-static void ixgbe_class_init(ObjectClass *klass, void *data)
+static char *ixgbe_get_sfp(Object *obj, Error **errp)
+{
+    IxgbeState *s = IXGBE(obj);
+
+    return g_strdup(ixgbe_sfp_type_name(s->core.sfp.type));
+}
+
+/* Before realize: the module the port starts with; after: a swap */
+static void ixgbe_set_sfp(Object *obj, const char *value, Error **errp)
+{
+    IxgbeState *s = IXGBE(obj);
+    IxgbeSfpType type;
+
+    if (!ixgbe_sfp_type_parse(value, &type, errp)) {
+        return;
+    }
+    if (DEVICE(obj)->realized) {
+        ixgbe_sfp_change_module(&s->core, type);
+    } else {
+        s->core.sfp.type = type;
+    }
+}
+
+static void ixgbe_base_class_init(ObjectClass *klass, void *data)
 {
     DeviceClass *dc = DEVICE_CLASS(klass);
     ResettableClass *rc = RESETTABLE_CLASS(klass);
@@ -404,7 +483,6 @@ static void ixgbe_class_init(ObjectClass *klass, void *data)
     c->realize = ixgbe_pci_realize;
     c->exit = ixgbe_pci_uninit;
     c->vendor_id = PCI_VENDOR_ID_INTEL;
-    c->device_id = IXGBE_DEV_ID_82599_KR;
     c->revision = 1;
     c->class_id = PCI_CLASS_NETWORK_ETHERNET;
     c->subsystem_vendor_id = PCI_VENDOR_ID_INTEL;
@@ -412,26 +490,49 @@ static void ixgbe_class_init(ObjectClass *klass, void *data)
 
     rc->phases.hold = ixgbe_reset_hold;
 
-    dc->desc = "Intel 82599 10 Gigabit Ethernet Controller (10GBASE-KR)";
     dc->vmsd = &ixgbe_vmstate;
     device_class_set_props(dc, ixgbe_properties);
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
 }
 
+static void ixgbe_variant_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+    PCIDeviceClass *c = PCI_DEVICE_CLASS(klass);
+    IxgbeClass *ic = IXGBE_CLASS(klass);
+    const IxgbeVariant *v = data;
+
+    ic->variant = v;
+    c->device_id = v->device_id;
+    dc->desc = v->desc;
+    if (v->media == IXGBE_MEDIA_SFP) {
+        object_class_property_add_str(klass, "sfp", ixgbe_get_sfp,
+                                      ixgbe_set_sfp);
+        object_class_property_set_description(klass, "sfp",
+            "SFP+ module in the cage: none, da (passive direct-attach "
+            "cable, the default), sr (Intel 10GBASE-SR optic) or "
+            "unsupported (third-party optic); settable at run time");
+    }
+}
+
 static void ixgbe_instance_init(Object *obj)
 {
     IxgbeState *s = IXGBE(obj);
+    const IxgbeVariant *v = IXGBE_GET_CLASS(obj)->variant;
 
+    ixgbe_sfp_init(&s->core, v->media, IXGBE_SFP_DA);
     device_add_bootindex_property(obj, &s->conf.bootindex, "bootindex",
                                   "/ethernet-phy@0", DEVICE(obj));
 }
 
-static const TypeInfo ixgbe_info = {
+static const TypeInfo ixgbe_base_info = {
     .name = TYPE_IXGBE,
     .parent = TYPE_PCI_DEVICE,
     .instance_size = sizeof(IxgbeState),
-    .class_init = ixgbe_class_init,
+    .class_size = sizeof(IxgbeClass),
+    .class_init = ixgbe_base_class_init,
     .instance_init = ixgbe_instance_init,
+    .abstract = true,
     .interfaces = (InterfaceInfo[]) {
         { INTERFACE_PCIE_DEVICE },
         { }
@@ -440,7 +541,18 @@ static const TypeInfo ixgbe_info = {
 
 static void ixgbe_register_types(void)
 {
-    type_register_static(&ixgbe_info);
+    type_register_static(&ixgbe_base_info);
+    for (size_t i = 0; i < ARRAY_SIZE(ixgbe_variants); i++) {
+        const IxgbeVariant *v = &ixgbe_variants[i];
+        TypeInfo info = {
+            .name = v->name,
+            .parent = TYPE_IXGBE,
+            .class_init = ixgbe_variant_class_init,
+            .class_data = (void *)v,
+        };
+
+        type_register_static(&info);
+    }
 }
 
 type_init(ixgbe_register_types)

@@ -24,6 +24,7 @@
 #include "net_rx_pkt.h"
 #include "ixgbe_core.h"
 #include "ixgbe_ptp.h"
+#include "ixgbe_sfp.h"
 #include "trace.h"
 
 typedef uint32_t (*IxgbeReadFn)(IxgbeCore *core, hwaddr addr);
@@ -420,7 +421,7 @@ static bool ixgbe_link_up(IxgbeCore *core)
 {
     NetClientState *nc = qemu_get_queue(core->nic);
 
-    return !nc->link_down ||
+    return (!nc->link_down && ixgbe_sfp_link_ok(core)) ||
            (ixgbe_get(core, IXGBE_AUTOC) & IXGBE_AUTOC_FLU);
 }
 
@@ -612,8 +613,11 @@ static const IxgbeRegDesc ixgbe_reg_table[] = {
         ixgbe_write_ctrl),
     REG("STATUS", IXGBE_STATUS, 1, 4, 0, 0, 0, ixgbe_read_status, NULL),
     PLAIN("CTRL_EXT", IXGBE_CTRL_EXT, 1, 4, 0, ALL),
-    PLAIN("ESDP", IXGBE_ESDP, 1, 4, 0, ALL),
-    PLAIN("I2CCTL", IXGBE_I2CCTL, 1, 4, 0, ALL),
+    REG("ESDP", IXGBE_ESDP, 1, 4, 0, ALL, 0, ixgbe_sfp_read_esdp,
+        ixgbe_sfp_write_esdp),
+    REG("I2CCTL", IXGBE_I2CCTL, 1, 4, 0, 0, IXGBE_RF_RAW,
+        ixgbe_sfp_read_i2cctl, ixgbe_sfp_write_i2cctl),
+    PLAIN("CORECTL", IXGBE_CORECTL, 1, 4, 0, ALL),
     PLAIN("LEDCTL", IXGBE_LEDCTL, 1, 4, 0x00081C00, ALL),
 
     /* Interrupts */
@@ -966,6 +970,7 @@ static void ixgbe_build_eeprom(IxgbeCore *core)
     core->eeprom[0x33] = 0xFFFF;
     core->eeprom[IXGBE_EEPROM_ETRACK_L] = 0x0001;
     core->eeprom[IXGBE_EEPROM_ETRACK_H] = 0x8000;
+    ixgbe_sfp_build_eeprom(core);
     for (unsigned i = 0; i < IXGBE_EEPROM_CHECKSUM_WORD; i++) {
         sum += core->eeprom[i];
     }
@@ -994,6 +999,7 @@ static void ixgbe_reset_state(IxgbeCore *core)
             *ixgbe_reg(core, d->base + (hwaddr)n * d->stride) = d->reset;
         }
     }
+    ixgbe_sfp_reset(core);
     ixgbe_load_mac_address(core);
 
     core->vec_cause = core->vec_mask = core->vec_automask = 0;
@@ -1095,7 +1101,8 @@ static bool ixgbe_regs_valid(IxgbeCore *core)
  */
 int ixgbe_core_post_load(IxgbeCore *core)
 {
-    if (!ixgbe_regs_valid(core) || !ixgbe_datapath_post_load(core)) {
+    if (!ixgbe_regs_valid(core) || !ixgbe_datapath_post_load(core) ||
+        ixgbe_sfp_post_load(core) < 0) {
         return -EINVAL;
     }
     for (unsigned v = 0; v < IXGBE_MSIX_VECTORS; v++) {

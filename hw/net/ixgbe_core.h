@@ -10,6 +10,7 @@
 
 #include "qemu/units.h"
 #include "ixgbe_regs.h"
+#include "ixgbe_sfp.h"
 
 #define IXGBE_NUM_REGS      (IXGBE_MMIO_SIZE / 4)
 /* Descriptors fetched from a TX ring with one DMA read */
@@ -77,6 +78,7 @@ struct IxgbeCore {
     IxgbeVector vec[IXGBE_MSIX_VECTORS];
 
     IxgbePtp ptp;
+    IxgbeSfp sfp;               /* media, SFP+ module, I2C (ixgbe_sfp.c) */
 
     IxgbeTxQueue txq[IXGBE_NUM_QUEUES];
     struct NetTxPkt *tx_pkt;    /* the packet being sent (any queue) */

@@ -10,8 +10,10 @@
 #ifndef HW_NET_IXGBE_REGS_H
 #define HW_NET_IXGBE_REGS_H
 
-/* PCI identity: 82599 10GBASE-KR backplane part */
-#define IXGBE_DEV_ID_82599_KR       0x1517
+/* PCI identity: one device ID per 82599 part (ixgbe.c) */
+#define IXGBE_DEV_ID_82599_KR       0x1517  /* 10GBASE-KR backplane */
+#define IXGBE_DEV_ID_82599_SFP      0x10FB  /* SFP+ cage (X520) */
+#define IXGBE_DEV_ID_82599_COMBO_BACKPLANE 0x10F8  /* KX4/KX/KR backplane */
 #define IXGBE_SUBSYS_ID             0x0001
 
 #define IXGBE_MMIO_SIZE             (128 * KiB)
@@ -33,6 +35,17 @@
 #define IXGBE_ESDP          0x00020
 #define IXGBE_I2CCTL        0x00028
 #define IXGBE_LEDCTL        0x00200
+#define IXGBE_CORECTL       0x14F00
+
+/* Software-definable pins (ESDP) as the SFP+ parts wire them */
+#define IXGBE_ESDP_SDP2             (1u << 2)   /* in: SFP+ cage full */
+#define IXGBE_ESDP_SDP3             (1u << 3)   /* out: TX_DISABLE */
+
+/* I2CCTL: the I2C bus to the SFP+ module, bit-banged */
+#define IXGBE_I2CCTL_CLK_IN         (1u << 0)
+#define IXGBE_I2CCTL_CLK_OUT        (1u << 1)
+#define IXGBE_I2CCTL_DATA_IN        (1u << 2)
+#define IXGBE_I2CCTL_DATA_OUT       (1u << 3)
 
 #define IXGBE_CTRL_GIO_DIS          (1u << 2)
 #define IXGBE_CTRL_LNK_RST          (1u << 3)
@@ -64,10 +77,14 @@
 #define IXGBE_EICR_FLOW_DIR         (1u << 16)
 #define IXGBE_EICR_RX_MISS          (1u << 17)
 #define IXGBE_EICR_LSC              (1u << 20)
+#define IXGBE_EICR_GPI_SDP1         (1u << 25)
+#define IXGBE_EICR_GPI_SDP2         (1u << 26)
 #define IXGBE_EICR_TCP_TIMER        (1u << 30)
 #define IXGBE_EICR_OTHER            (1u << 31)
 #define IXGBE_EICR_MISC_CAUSES      0x7FFF0000u
 
+#define IXGBE_GPIE_SDP1_GPIEN       (1u << 1)
+#define IXGBE_GPIE_SDP2_GPIEN       (1u << 2)
 #define IXGBE_GPIE_MSIX_MODE        (1u << 4)
 #define IXGBE_GPIE_OCD              (1u << 5)
 #define IXGBE_GPIE_EIAME            (1u << 30)
@@ -138,10 +155,13 @@
 
 #define IXGBE_AUTOC_FLU             (1u << 0)
 #define IXGBE_AUTOC_AN_RESTART      (1u << 12)
+#define IXGBE_AUTOC_LMS_10G_SERIAL  (3u << 13)
 #define IXGBE_AUTOC_LMS_KX4_KX_KR   (4u << 13)
 #define IXGBE_AUTOC_KR_SUPP         (1u << 16)
 #define IXGBE_AUTOC_KX_SUPP         (1u << 30)
 #define IXGBE_AUTOC_KX4_SUPP        (1u << 31)
+
+#define IXGBE_AUTOC2_10G_SFI        (2u << 16)
 
 #define IXGBE_LINKS_SPEED_10G       (3u << 28)
 #define IXGBE_LINKS_UP              (1u << 30)
@@ -409,5 +429,11 @@ typedef union IxgbeRxDesc {
 #define IXGBE_EEPROM_DEVICE_CAPS    0x2C
 #define IXGBE_EEPROM_ETRACK_L       0x2D
 #define IXGBE_EEPROM_ETRACK_H       0x2E
+#define IXGBE_EEPROM_PHY_INIT_PTR   0x2B    /* SFP+ init sequences */
+#define IXGBE_EEPROM_PHY_INIT_END   0xFFFF
+/* Firmware module block: its LESM and pass-through patch pointers */
+#define IXGBE_FW_LESM_PARAMETERS_PTR    0x2
+#define IXGBE_FW_PASSTHROUGH_PATCH_PTR  0x4
+#define IXGBE_FW_PATCH_VERSION_4        0x7
 
 #endif

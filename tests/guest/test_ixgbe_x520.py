@@ -1,0 +1,243 @@
+"""The 82599 parts besides the KR backplane one: the combined KX4/KX/KR
+backplane port (-device ixgbe-combo, 0x10F8) and the SFP+ port of the X520
+(-device ixgbe-sfp, 0x10FB) with its module (property "sfp").
+
+Per part, the stock driver probes without a warning and ethtool shows the
+port type and link modes of that part. On the SFP+ part: ethtool -m decodes
+the module's SFF-8472 memory (a direct-attach cable and an Intel SR optic
+with diagnostics); an empty cage probes, says nothing about a module and
+keeps the link down; a third-party optic is refused by the driver itself;
+pulling the module out through QMP (qom-set of "sfp") takes the link down
+and pushing one in brings it back with the driver's "detected SFP+"."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from netcheck import format_records
+from scenarios import (
+    GUEST_IP,
+    HOST_IP,
+    Guest,
+    assert_clean_log,
+    assert_qemu_quiet,
+    boot_user_nic,
+)
+from vm import VM, VMFactory, has_device, mac_address, nic_args, user_netdev
+
+pytestmark = pytest.mark.usefixtures("require_ixgbe")
+
+# ixgbe_sfp_type values the driver prints ("detected SFP+: N", "SFP+: N")
+SFP_TYPE_DA_CORE0 = 3
+SFP_TYPE_SRLR_CORE0 = 5
+
+
+@pytest.fixture(autouse=True)
+def require_variants(qemu) -> None:  # noqa: ANN001 - fixture from conftest
+    for name in ("ixgbe-sfp", "ixgbe-combo"):
+        if not has_device(name, qemu):
+            pytest.skip(f"QEMU binary {qemu} has no '-device {name}'")
+
+
+def probe_lines(vm: VM) -> list[str]:
+    return [r.text for r in vm.dmesg() if "ixgbe" in r.text]
+
+
+def nic_path(vm: VM) -> str:
+    """The QOM path of the first NIC (id nic0)."""
+    return "/machine/peripheral/nic0"
+
+
+def boot_sfp(make_vm: VMFactory, sfp: str, *, up: bool = True, name: str = "x520") -> Guest:
+    """A VM with one ixgbe-sfp port on slirp and the given module."""
+    if up:
+        return boot_user_nic(make_vm, "ixgbe-sfp", "ixgbe", smp=2, name=name, device_opts=f"sfp={sfp}")
+    mac = mac_address(0)
+    vm = make_vm(name=name, smp=2, args=nic_args("ixgbe-sfp", "n0", 0, mac, extra=f"sfp={sfp}") + user_netdev("n0"))
+    vm.modprobe("ixgbe")
+    return Guest(vm, "ixgbe", [], [mac], vm.uptime(), pcis=[])
+
+
+def settings(vm: VM, dev: str) -> tuple[dict[str, str], str]:
+    text = vm.sh(f"ethtool {dev}")
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        m = re.match(r"^\s+([A-Za-z][^:]*):\s*(.*)$", line)
+        if m:
+            out[m.group(1).strip()] = m.group(2).strip()
+    return out, text
+
+
+# ------------------------------------------------------------------ probe
+
+
+def test_combo_backplane_probe(make_vm: VMFactory) -> None:
+    g = boot_user_nic(make_vm, "ixgbe-combo", "ixgbe", smp=2, name="combo")
+    vm = g.vm
+    assert vm.sh(f"cat /sys/class/net/{g.dev}/device/device").strip() == "0x10f8"
+    s, text = settings(vm, g.dev)
+    print(text)
+    assert s.get("Port") == "Other", text     # the driver's backplane port
+    modes = s.get("Supported link modes", "") + text
+    for mode in ("10000baseKX4/Full", "10000baseKR/Full", "1000baseKX/Full"):
+        assert mode in modes, f"{mode} not supported:\n{text}"
+    assert s.get("Speed") == "10000Mb/s" and s.get("Link detected") == "yes", text
+    assert vm.ping(HOST_IP).ok
+    assert_clean_log(g)
+    assert_qemu_quiet(vm)
+
+
+def test_sfp_da_probe_ethtool_traffic(make_vm: VMFactory) -> None:
+    g = boot_sfp(make_vm, "da")
+    vm = g.vm
+    print("\n".join(probe_lines(vm)))
+    assert vm.sh(f"cat /sys/class/net/{g.dev}/device/device").strip() == "0x10fb"
+    assert any(f"SFP+: {SFP_TYPE_DA_CORE0}" in t for t in probe_lines(vm)), probe_lines(vm)
+    s, text = settings(vm, g.dev)
+    print(text)
+    assert s.get("Port") == "Direct Attach Copper", text
+    assert "10000baseT/Full" in text and "FIBRE" in text, text
+    assert s.get("Speed") == "10000Mb/s" and s.get("Link detected") == "yes", text
+    m = vm.sh(f"ethtool -m {g.dev}")
+    print(m)
+    assert re.search(r"Identifier\s*:\s*0x03 \(SFP\)", m), m
+    assert re.search(r"Connector\s*:\s*0x21 \(Copper pigtail\)", m), m
+    assert "Passive Cable" in m and "QEMU-SFP-DAC-3M" in m, m
+    raw = vm.sh(f"ethtool -m {g.dev} hex on")
+    assert "0x0000:" in raw and "0x0100:" not in raw, "a passive cable has no A2h page:\n" + raw
+    assert vm.ping(HOST_IP, count=3).ok
+    r = vm.run(f"ping -c 50 -i 0.01 -s 1400 {HOST_IP}", timeout=60)
+    assert r.ok, r.stdout
+    assert_clean_log(g)
+    assert_qemu_quiet(vm)
+
+
+def test_sfp_sr_optic_diagnostics(make_vm: VMFactory) -> None:
+    g = boot_sfp(make_vm, "sr")
+    vm = g.vm
+    assert any(f"SFP+: {SFP_TYPE_SRLR_CORE0}" in t for t in probe_lines(vm)), probe_lines(vm)
+    s, text = settings(vm, g.dev)
+    print(text)
+    assert s.get("Port") == "FIBRE", text
+    assert s.get("Link detected") == "yes", text
+    m = vm.sh(f"ethtool -m {g.dev}")
+    print(m)
+    assert re.search(r"Connector\s*:\s*0x07 \(LC\)", m), m
+    assert "10G Ethernet: 10G Base-SR" in m, m
+    assert re.search(r"Vendor OUI\s*:\s*00:1b:21", m), m
+    assert re.search(r"Laser wavelength\s*:\s*850nm", m), m
+    assert re.search(r"Module temperature\s*:\s*35\.50 degrees C", m), m
+    assert re.search(r"Module voltage\s*:\s*3\.3000 V", m), m
+    assert re.search(r"Laser bias current\s*:\s*6\.000 mA", m), m
+    assert re.search(r"Laser output power\s*:\s*0\.6000 mW", m), m
+    assert re.search(r"Receiver signal average optical power\s*:\s*0\.5000 mW", m), m
+    assert re.search(r"Laser bias current high alarm\s*:\s*Off", m), m
+    # the driver switches the transmitter off while the port is down
+    vm.sh(f"ip link set {g.dev} down")
+    m = vm.sh(f"ethtool -m {g.dev}")
+    assert re.search(r"Laser output power\s*:\s*0\.0000 mW", m), m
+    assert re.search(r"Laser output power low alarm\s*:\s*On", m), m
+    vm.sh(f"ip link set {g.dev} up")
+    vm.wait_carrier(g.dev)
+    assert vm.ping(HOST_IP, count=3).ok
+    assert_clean_log(g)
+    assert_qemu_quiet(vm)
+
+
+def test_sfp_empty_cage(make_vm: VMFactory) -> None:
+    g = boot_sfp(make_vm, "none", up=False)
+    vm = g.vm
+    g.devs = vm.wait_netdevs("ixgbe", 1)
+    g.pcis = [vm.pci_address(g.dev)]
+    vm.sh(f"ip link set {g.dev} up")
+    lines = probe_lines(vm)
+    print("\n".join(lines))
+    assert not any("SFP+:" in t for t in lines), lines
+    vm.sh("sleep 5")
+    assert vm.carrier(g.dev) is False, "link up with an empty cage"
+    s, text = settings(vm, g.dev)
+    print(text)
+    # no module type, so the driver's ethtool names no port
+    assert s.get("Port") == "Other" and s.get("Link detected") == "no", text
+    r = vm.run(f"ethtool -m {g.dev}")
+    assert not r.ok, f"ethtool -m read a module from an empty cage:\n{r.stdout}"
+    assert_clean_log(g)
+    assert_qemu_quiet(vm)
+
+
+def test_sfp_unsupported_module_refused(make_vm: VMFactory) -> None:
+    g = boot_sfp(make_vm, "unsupported", up=False)
+    vm = g.vm
+    vm.wait_until(
+        "the driver's refusal",
+        lambda: any("unsupported SFP+" in t for t in probe_lines(vm)),
+        60,
+    )
+    lines = probe_lines(vm)
+    print("\n".join(lines))
+    assert any("failed to load because an unsupported SFP+ or QSFP module type was detected" in t for t in lines)
+    assert not vm.netdevs("ixgbe"), "a netdev for a port the driver refused"
+    assert vm.alive()
+    # the model itself has nothing to say about it
+    assert_qemu_quiet(vm)
+
+
+# ----------------------------------------------------------- hot-(un)plug
+
+
+def test_sfp_module_hot_unplug_plug(make_vm: VMFactory) -> None:
+    g = boot_sfp(make_vm, "da")
+    vm = g.vm
+    mark = vm.uptime()
+    path = nic_path(vm)
+    assert vm.qmp("qom-get", path=path, property="sfp") == "da"
+    for cycle in range(2):
+        vm.qmp("qom-set", path=path, property="sfp", value="none")
+        vm.wait_carrier(g.dev, up=False, timeout=60)
+        assert vm.run(f"ethtool -m {g.dev}").ok is False, "ethtool -m read a pulled module"
+        new = "sr" if cycle == 0 else "da"
+        vm.qmp("qom-set", path=path, property="sfp", value=new)
+        vm.wait_carrier(g.dev, up=True, timeout=60)
+        assert vm.qmp("qom-get", path=path, property="sfp") == new
+        r = vm.ping(HOST_IP, count=3)
+        assert r.ok, f"cycle {cycle}: no traffic after the module came back:\n{r.stdout}"
+    msgs = [r.text for r in vm.dmesg(mark) if "ixgbe" in r.text]
+    print("\n".join(msgs))
+    assert sum("NIC Link is Down" in t for t in msgs) == 2, msgs
+    assert sum("NIC Link is Up 10 Gbps" in t for t in msgs) == 2, msgs
+    assert any(f"detected SFP+: {SFP_TYPE_SRLR_CORE0}" in t for t in msgs), msgs
+    assert any(f"detected SFP+: {SFP_TYPE_DA_CORE0}" in t for t in msgs), msgs
+    s, text = settings(vm, g.dev)
+    assert s.get("Port") == "Direct Attach Copper", text
+    assert_clean_log(g, since=mark, what=" over module swaps")
+    assert_qemu_quiet(vm)
+
+
+def test_sfp_hot_plug_unsupported_and_bad_value(make_vm: VMFactory) -> None:
+    g = boot_sfp(make_vm, "da")
+    vm = g.vm
+    path = nic_path(vm)
+    with pytest.raises(Exception, match="unknown SFP\\+ module type 'qsfp'"):
+        vm.qmp("qom-set", path=path, property="sfp", value="qsfp")
+    assert vm.qmp("qom-get", path=path, property="sfp") == "da"
+    vm.qmp("qom-set", path=path, property="sfp", value="unsupported")
+    vm.wait_until(
+        "the driver's refusal",
+        lambda: any("unsupported SFP+ module type was detected" in t for t in probe_lines(vm)),
+        60,
+    )
+    vm.wait_until("the netdev to go", lambda: not vm.netdevs("ixgbe"), 60)
+    print("\n".join(probe_lines(vm)))
+    assert vm.alive()
+    assert_qemu_quiet(vm)
+
+
+def test_bad_sfp_property_is_a_startup_error(make_vm: VMFactory) -> None:
+    with pytest.raises(Exception) as exc:
+        make_vm(name="bad", args=nic_args("ixgbe-sfp", "n0", 0, mac_address(0), extra="sfp=qsfp") + user_netdev("n0"))
+    assert "unknown SFP+ module type 'qsfp'" in str(exc.value), str(exc.value)
+
+
+_ = (GUEST_IP, format_records)
