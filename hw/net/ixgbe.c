@@ -35,7 +35,6 @@ OBJECT_DECLARE_TYPE(IxgbeState, IxgbeClass, IXGBE)
 
 /* What tells the parts apart */
 typedef struct IxgbeVariant {
-    const char *name;
     const char *desc;
     uint16_t device_id;
     IxgbeMedia media;
@@ -73,24 +72,23 @@ struct IxgbeState {
     IxgbeCore core;
 };
 
-static const IxgbeVariant ixgbe_variants[] = {
-    {
-        .name = "ixgbe",
-        .desc = "Intel 82599 10 Gigabit Ethernet Controller (10GBASE-KR)",
-        .device_id = IXGBE_DEV_ID_82599_KR,
-        .media = IXGBE_MEDIA_KR,
-    }, {
-        .name = "ixgbe-combo",
-        .desc = "Intel 82599 10 Gigabit Ethernet Controller "
-                "(KX4/KX/KR backplane)",
-        .device_id = IXGBE_DEV_ID_82599_COMBO_BACKPLANE,
-        .media = IXGBE_MEDIA_KX4_KX_KR,
-    }, {
-        .name = "ixgbe-sfp",
-        .desc = "Intel 82599 10 Gigabit Ethernet Controller (SFP+, X520)",
-        .device_id = IXGBE_DEV_ID_82599_SFP,
-        .media = IXGBE_MEDIA_SFP,
-    },
+static const IxgbeVariant ixgbe_kr = {
+    .desc = "Intel 82599 10 Gigabit Ethernet Controller (10GBASE-KR)",
+    .device_id = IXGBE_DEV_ID_82599_KR,
+    .media = IXGBE_MEDIA_KR,
+};
+
+static const IxgbeVariant ixgbe_combo = {
+    .desc = "Intel 82599 10 Gigabit Ethernet Controller "
+            "(KX4/KX/KR backplane)",
+    .device_id = IXGBE_DEV_ID_82599_COMBO_BACKPLANE,
+    .media = IXGBE_MEDIA_KX4_KX_KR,
+};
+
+static const IxgbeVariant ixgbe_sfp = {
+    .desc = "Intel 82599 10 Gigabit Ethernet Controller (SFP+, X520)",
+    .device_id = IXGBE_DEV_ID_82599_SFP,
+    .media = IXGBE_MEDIA_SFP,
 };
 
 static uint64_t ixgbe_mmio_read(void *opaque, hwaddr addr, unsigned size)
@@ -525,34 +523,30 @@ static void ixgbe_instance_init(Object *obj)
                                   "/ethernet-phy@0", DEVICE(obj));
 }
 
-static const TypeInfo ixgbe_base_info = {
-    .name = TYPE_IXGBE,
-    .parent = TYPE_PCI_DEVICE,
-    .instance_size = sizeof(IxgbeState),
-    .class_size = sizeof(IxgbeClass),
-    .class_init = ixgbe_base_class_init,
-    .instance_init = ixgbe_instance_init,
-    .abstract = true,
-    .interfaces = (InterfaceInfo[]) {
-        { INTERFACE_PCIE_DEVICE },
-        { }
+#define IXGBE_VARIANT_TYPE(type_name, variant) { \
+        .name = type_name, \
+        .parent = TYPE_IXGBE, \
+        .class_init = ixgbe_variant_class_init, \
+        .class_data = (void *)&variant, \
+    }
+
+static const TypeInfo ixgbe_types[] = {
+    {
+        .name = TYPE_IXGBE,
+        .parent = TYPE_PCI_DEVICE,
+        .instance_size = sizeof(IxgbeState),
+        .class_size = sizeof(IxgbeClass),
+        .class_init = ixgbe_base_class_init,
+        .instance_init = ixgbe_instance_init,
+        .abstract = true,
+        .interfaces = (InterfaceInfo[]) {
+            { INTERFACE_PCIE_DEVICE },
+            { }
+        },
     },
+    IXGBE_VARIANT_TYPE("ixgbe", ixgbe_kr),
+    IXGBE_VARIANT_TYPE("ixgbe-combo", ixgbe_combo),
+    IXGBE_VARIANT_TYPE("ixgbe-sfp", ixgbe_sfp),
 };
 
-static void ixgbe_register_types(void)
-{
-    type_register_static(&ixgbe_base_info);
-    for (size_t i = 0; i < ARRAY_SIZE(ixgbe_variants); i++) {
-        const IxgbeVariant *v = &ixgbe_variants[i];
-        TypeInfo info = {
-            .name = v->name,
-            .parent = TYPE_IXGBE,
-            .class_init = ixgbe_variant_class_init,
-            .class_data = (void *)v,
-        };
-
-        type_register_static(&info);
-    }
-}
-
-type_init(ixgbe_register_types)
+DEFINE_TYPES(ixgbe_types)

@@ -156,8 +156,7 @@ static void ixgbe_sfp_build_a0(IxgbeSfp *sfp, uint8_t *a0)
         a0[SFF_LEN_OM3] = 30;           /* 300 m */
         put_be16(&a0[SFF_WAVELENGTH], 850);
         a0[SFF_OPTIONS + 1] = 0x1A;     /* TX_DISABLE, TX_FAULT, RX_LOS */
-        a0[SFF_DIAG_TYPE] = 0x68;       /* DDM, internally calibrated,
-                                           average receive power */
+        a0[SFF_DIAG_TYPE] = 0x68;       /* DDM, internal, average RX */
         a0[SFF_ENH_OPTIONS] = 0xC0;     /* alarm flags, soft TX_DISABLE */
         a0[SFF_8472_COMP] = 0x05;       /* SFF-8472 rev 11.0 */
         if (sfp->type == IXGBE_SFP_SR) {

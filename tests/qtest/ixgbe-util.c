@@ -46,6 +46,13 @@ const uint8_t bcast_mac[ETH_ALEN] = {
  */
 void ixgbe_test_boot(IxgbeTest *t, bool on_port, const char *extra)
 {
+    ixgbe_test_boot_model(t, "ixgbe", on_port, extra);
+}
+
+/* The same with another device type (model: "ixgbe-sfp", ...) */
+void ixgbe_test_boot_model(IxgbeTest *t, const char *model, bool on_port,
+                           const char *extra)
+{
     g_autofree char *where = NULL;
     int sv[2], fd, devfn = QPCI_DEVFN(IXGBE_TEST_SLOT, 0);
 
@@ -56,8 +63,9 @@ void ixgbe_test_boot(IxgbeTest *t, bool on_port, const char *extra)
     close(fd);
     where = on_port ?
         g_strdup_printf("-device pcie-root-port,id=rp0,bus=pcie.0,chassis=1,"
-                        "addr=%d -device ixgbe,bus=rp0", IXGBE_TEST_PORT_SLOT) :
-        g_strdup_printf("-device ixgbe,addr=%d", IXGBE_TEST_SLOT);
+                        "addr=%d -device %s,bus=rp0", IXGBE_TEST_PORT_SLOT,
+                        model) :
+        g_strdup_printf("-device %s,addr=%d", model, IXGBE_TEST_SLOT);
     t->qs = qtest_pc_boot("-M q35 -nodefaults -d guest_errors -D %s "
                           "-netdev socket,fd=%d,id=net0 "
                           "%s,id=nic0,netdev=net0,mac=" IXGBE_TEST_MAC

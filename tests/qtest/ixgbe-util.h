@@ -54,6 +54,8 @@ typedef struct RxRing {
 
 /* Start the machine; extra: more QEMU options (may be "") */
 void ixgbe_test_boot(IxgbeTest *t, bool on_port, const char *extra);
+void ixgbe_test_boot_model(IxgbeTest *t, const char *model, bool on_port,
+                           const char *extra);
 void ixgbe_test_start_args(IxgbeTest *t, const char *extra);
 void ixgbe_test_start(IxgbeTest *t);
 void ixgbe_test_stop(IxgbeTest *t);
