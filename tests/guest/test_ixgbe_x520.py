@@ -16,13 +16,13 @@ import re
 
 import pytest
 
-from netcheck import format_records
 from scenarios import (
-    GUEST_IP,
+    WIRE_NET,
     HOST_IP,
     Guest,
     assert_clean_log,
     assert_qemu_quiet,
+    assert_selftest_pass,
     boot_user_nic,
 )
 from vm import VM, VMFactory, has_device, mac_address, nic_args, user_netdev
@@ -45,9 +45,8 @@ def probe_lines(vm: VM) -> list[str]:
     return [r.text for r in vm.dmesg() if "ixgbe" in r.text]
 
 
-def nic_path(vm: VM) -> str:
-    """The QOM path of the first NIC (id nic0)."""
-    return "/machine/peripheral/nic0"
+# The QOM path of the first NIC (nic_args gives it the id nic0)
+NIC0 = "/machine/peripheral/nic0"
 
 
 def boot_sfp(make_vm: VMFactory, sfp: str, *, up: bool = True, name: str = "x520") -> Guest:
@@ -79,11 +78,14 @@ def test_combo_backplane_probe(make_vm: VMFactory) -> None:
     assert vm.sh(f"cat /sys/class/net/{g.dev}/device/device").strip() == "0x10f8"
     s, text = settings(vm, g.dev)
     print(text)
-    assert s.get("Port") == "Other", text     # the driver's backplane port
+    assert s.get("Port") == "Other", text  # the driver's backplane port
     modes = s.get("Supported link modes", "") + text
     for mode in ("10000baseKX4/Full", "10000baseKR/Full", "1000baseKX/Full"):
         assert mode in modes, f"{mode} not supported:\n{text}"
     assert s.get("Speed") == "10000Mb/s" and s.get("Link detected") == "yes", text
+    assert vm.ping(HOST_IP).ok
+    assert_selftest_pass(g)
+    vm.wait_carrier(g.dev)
     assert vm.ping(HOST_IP).ok
     assert_clean_log(g)
     assert_qemu_quiet(vm)
@@ -142,6 +144,10 @@ def test_sfp_sr_optic_diagnostics(make_vm: VMFactory) -> None:
     vm.sh(f"ip link set {g.dev} up")
     vm.wait_carrier(g.dev)
     assert vm.ping(HOST_IP, count=3).ok
+    # register, EEPROM, interrupt, loopback and link tests on the SFP+ part
+    assert_selftest_pass(g)
+    vm.wait_carrier(g.dev)
+    assert vm.ping(HOST_IP, count=3).ok
     assert_clean_log(g)
     assert_qemu_quiet(vm)
 
@@ -191,7 +197,7 @@ def test_sfp_module_hot_unplug_plug(make_vm: VMFactory) -> None:
     g = boot_sfp(make_vm, "da")
     vm = g.vm
     mark = vm.uptime()
-    path = nic_path(vm)
+    path = NIC0
     assert vm.qmp("qom-get", path=path, property="sfp") == "da"
     for cycle in range(2):
         vm.qmp("qom-set", path=path, property="sfp", value="none")
@@ -218,7 +224,7 @@ def test_sfp_module_hot_unplug_plug(make_vm: VMFactory) -> None:
 def test_sfp_hot_plug_unsupported_and_bad_value(make_vm: VMFactory) -> None:
     g = boot_sfp(make_vm, "da")
     vm = g.vm
-    path = nic_path(vm)
+    path = NIC0
     with pytest.raises(Exception, match="unknown SFP\\+ module type 'qsfp'"):
         vm.qmp("qom-set", path=path, property="sfp", value="qsfp")
     assert vm.qmp("qom-get", path=path, property="sfp") == "da"
@@ -240,4 +246,62 @@ def test_bad_sfp_property_is_a_startup_error(make_vm: VMFactory) -> None:
     assert "unknown SFP+ module type 'qsfp'" in str(exc.value), str(exc.value)
 
 
-_ = (GUEST_IP, format_records)
+# -------------------------------------------------------------- migration
+
+
+def test_sfp_migration_mid_i2c(make_vm: VMFactory) -> None:
+    """Live migration while the driver reads the module over I2C without
+    pause (ethtool -m in a loop, so a move most likely stops the bus in the
+    middle of a transfer): no read fails, no guest error, and a module
+    swapped at run time on the source is what the destination has."""
+    from migration import MigratingGuest
+
+    mg = MigratingGuest(make_vm, "ixgbe-sfp,sfp=sr", "ixgbe", name="x520mig", smp=2)
+    a, _ = mg.ports
+    before = mg.vm.sh(f"ethtool -m {a}")
+    loop = (
+        f"while :; do if ethtool -m {a} >/dev/null 2>&1; then echo >> /tmp/i2c-ok; "
+        f"else echo fail >> /tmp/i2c-fail; fi; done"
+    )
+    # its own session: the agent ends what a command leaves in its group
+    mg.vm.sh(f"setsid sh -c {loop!r} </dev/null >/dev/null 2>&1 & echo $! > /tmp/i2c-loop")
+
+    def count() -> int:
+        return int(mg.vm.sh("cat /tmp/i2c-ok 2>/dev/null | wc -l").strip())
+
+    mg.vm.wait_until("ethtool -m to run in a loop", lambda: count() > 0, 60)
+    reads = []
+    for _ in range(3):
+        n0 = count()
+        mg.migrate()
+        assert mg.vm.ping(f"{WIRE_NET}.2", count=3).ok
+        reads.append(count() - n0)
+    mg.vm.sh("kill $(cat /tmp/i2c-loop)")
+    vm = mg.vm
+    print("module reads around each migration:", reads)
+    assert all(n > 0 for n in reads), f"the I2C loop did not run: {reads}"
+    fails = vm.sh("cat /tmp/i2c-fail 2>/dev/null; true")
+    assert not fails.strip(), f"ethtool -m failed across migrations:\n{fails}"
+    after = vm.sh(f"ethtool -m {a}")
+    # the live readings may move; the serial ID must not
+    strip = re.compile(r"^\s*(Receiver signal|Laser output|Laser bias|Module temp|Module volt).*$", re.M)
+    assert strip.sub("", after) == strip.sub("", before)
+
+    # port 0 gets a cable on the source; the destination was started with sr
+    vm.qmp("qom-set", path=NIC0, property="sfp", value="da")
+    vm.wait_until(
+        "the cable to be detected",
+        lambda: any(f"detected SFP+: {SFP_TYPE_DA_CORE0}" in t for t in probe_lines(vm)),
+        60,
+    )
+    vm.wait_carrier(a)
+    mg.migrate()
+    vm = mg.vm
+    assert vm.qmp("qom-get", path=NIC0, property="sfp") == "da"
+    s, text = settings(vm, a)
+    assert s.get("Port") == "Direct Attach Copper", text
+    assert "Passive Cable" in vm.sh(f"ethtool -m {a}")
+    assert vm.ping(f"{WIRE_NET}.2", count=3).ok
+    assert_clean_log(mg.g, what=" across migrations")
+    for v in mg.vms:
+        assert_qemu_quiet(v)
