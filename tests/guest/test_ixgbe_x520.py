@@ -16,6 +16,9 @@ import re
 
 import pytest
 
+from ixgbe_testlib.host import has_device
+from ixgbe_testlib.nicargs import mac_address, nic_args, user_netdev
+from ixgbe_testlib.vm import VM, VMFactory
 from scenarios import (
     WIRE_NET,
     HOST_IP,
@@ -25,7 +28,6 @@ from scenarios import (
     assert_selftest_pass,
     boot_user_nic,
 )
-from vm import VM, VMFactory, has_device, mac_address, nic_args, user_netdev
 
 pytestmark = pytest.mark.usefixtures("require_ixgbe")
 
