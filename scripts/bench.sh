@@ -6,6 +6,14 @@
 #
 #   scripts/bench.sh [--kernel 6.1|6.12] [--quick] [--reps N] [--seconds S]
 #                    [--models ixgbe,igb,e1000e,virtio-net] [--out-dir DIR]
+#   scripts/bench.sh --device-model [--quick] [OPTIONS]
+#
+# --device-model: instead, the guest-free benchmark of the device models
+# (ixgbe, igb, e1000e) driven through their rings over the qtest protocol
+# (tests/bench/devbench.py; its options: scripts/bench.sh --device-model
+# --help): host instructions, QEMU CPU time, register accesses and
+# interrupts per packet; $BUILD_DIR/bench/device-model/devbench-<time>-<mode>
+# .{json,txt,png}, copied to latest.*. Needs no guest image.
 #
 #   --kernel K     guest kernel (default 6.1)
 #   --quick        3 samples of 2 s per cell instead of 5 of 5 s
@@ -39,6 +47,33 @@ bad_usage() {
     printf '[%s] ERROR: %s (see %s --help)\n' "$LOG_NAME" "$*" "$0" >&2
     exit 2
 }
+
+# --device-model: the guest-free benchmark, with options of its own
+for a in "$@"; do
+    if [[ "$a" == --device-model ]]; then
+        dm_args=()
+        for b in "$@"; do
+            [[ "$b" == --device-model ]] || dm_args+=("$b")
+        done
+        export PYTHONDONTWRITEBYTECODE=1
+        if [[ ! -x "$VENV_PYTHON" ]] || ! command -v valgrind >/dev/null 2>&1 ||
+            ! "$VENV_PYTHON" -c 'import matplotlib' >/dev/null 2>&1; then
+            log "Python venv, matplotlib or valgrind missing: running scripts/deps.sh"
+            "$REPO_ROOT/scripts/deps.sh" || die "scripts/deps.sh failed"
+        fi
+        for b in "${dm_args[@]}"; do
+            if [[ "$b" == -h || "$b" == --help ]]; then
+                exec "${PROJECT_PYTHON[@]}" "$REPO_ROOT/tests/bench/devbench.py" --help
+            fi
+        done
+        "${PROJECT_PYTHON[@]}" "$REPO_ROOT/tests/bench/devbench.py" --check-args "${dm_args[@]}" || exit 2
+        if [[ -z "${QEMU:-}" && ! -x "$BUILD_DIR/qemu-build/qemu-system-x86_64" ]]; then
+            log "no QEMU build yet: running scripts/build-qemu.sh"
+            "$REPO_ROOT/scripts/build-qemu.sh" || die "scripts/build-qemu.sh failed"
+        fi
+        exec "${PROJECT_PYTHON[@]}" "$REPO_ROOT/tests/bench/devbench.py" "${dm_args[@]}"
+    fi
+done
 
 kernel=6.1
 args=()

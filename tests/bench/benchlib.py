@@ -8,11 +8,15 @@ Nothing here starts a process or touches a VM, so all of it is unit-tested
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
+import os
+import platform
 import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 
@@ -534,3 +538,30 @@ def ratio_table(
     if note:
         out.append(note)
     return "\n".join(out)
+
+
+def host_facts() -> dict[str, Any]:
+    """The host a benchmark ran on: kernel, CPU count and model, Python."""
+    cpu_model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu_model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "kernel": platform.release(),
+        "cpus": os.cpu_count(),
+        "cpu_model": cpu_model,
+        "python": platform.python_version(),
+    }
+
+
+def sha256_file(path: Path) -> str:
+    """The SHA-256 of a file (a QEMU binary), read in 1 MiB chunks."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()

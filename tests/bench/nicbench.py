@@ -55,6 +55,7 @@ from benchlib import (
     cpu_delta,
     iperf3_figures,
     driver_facts,
+    host_facts,
     parse_irq_list,
     parse_proc_stat_cpu,
     parse_snapshot,
@@ -62,6 +63,7 @@ from benchlib import (
     ratio,
     ratio_table,
     sample_figures,
+    sha256_file,
     summarize,
 )
 from ixgbe_testlib.errors import GuestError, HarnessError
@@ -159,14 +161,6 @@ def cpu_snapshot(pid: int) -> CpuSnapshot:
     except OSError as exc:
         raise GuestError(f"QEMU process {pid} is gone: {exc}") from None
     return CpuSnapshot(pid, total, tasks, wall, host_busy)
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def snapshot_qemu(src: Path, out_dir: Path) -> Path:
@@ -657,23 +651,6 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         chosen.insert(0, SUBJECT)
     args.models = [known[n] for n in dict.fromkeys(chosen)]
     return args
-
-
-def host_facts() -> dict[str, Any]:
-    cpu_model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu_model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "kernel": platform.release(),
-        "cpus": os.cpu_count(),
-        "cpu_model": cpu_model,
-        "python": platform.python_version(),
-    }
 
 
 def loadavg() -> list[float]:
