@@ -28,6 +28,7 @@
 #include "migration/vmstate.h"
 #include "qom/object.h"
 #include "ixgbe_core.h"
+#include "ixgbe_fdir.h"
 #include "trace.h"
 
 #define TYPE_IXGBE "ixgbe-base"
@@ -414,6 +415,26 @@ static const VMStateDescription ixgbe_vmstate_sfp_cage = {
     }
 };
 
+/* The Flow Director's filters: sent once the guest has added one */
+static bool ixgbe_fdir_needed(void *opaque)
+{
+    IxgbeState *s = opaque;
+
+    return ixgbe_fdir_migration_needed(&s->core);
+}
+
+static const VMStateDescription ixgbe_vmstate_fdir = {
+    .name = "ixgbe/fdir",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = ixgbe_fdir_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_STRUCT_POINTER(core.fdir, IxgbeState,
+                               ixgbe_vmstate_fdir_table, IxgbeFdir),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
 static const VMStateDescription ixgbe_vmstate = {
     .name = "ixgbe",
     .version_id = 1,
@@ -441,6 +462,7 @@ static const VMStateDescription ixgbe_vmstate = {
     .subsections = (const VMStateDescription * const []) {
         &ixgbe_vmstate_ptp,
         &ixgbe_vmstate_sfp_cage,
+        &ixgbe_vmstate_fdir,
         NULL
     }
 };

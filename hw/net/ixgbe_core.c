@@ -25,6 +25,7 @@
 #include "ixgbe_core.h"
 #include "ixgbe_ptp.h"
 #include "ixgbe_sfp.h"
+#include "ixgbe_fdir.h"
 #include "trace.h"
 
 typedef uint32_t (*IxgbeReadFn)(IxgbeCore *core, hwaddr addr);
@@ -505,19 +506,6 @@ static uint32_t ixgbe_read_anlp1(IxgbeCore *core, hwaddr addr)
     return IXGBE_ANLP1_AN_STATE_LINK_OK;
 }
 
-static void ixgbe_write_fdirctrl(IxgbeCore *core, hwaddr addr, uint32_t val,
-                                 uint32_t old)
-{
-    *ixgbe_reg(core, addr) = val | IXGBE_FDIRCTRL_INIT_DONE;
-}
-
-static void ixgbe_write_fdircmd(IxgbeCore *core, hwaddr addr, uint32_t val,
-                                uint32_t old)
-{
-    /* Filter commands complete at once; filters are not applied to Rx */
-    *ixgbe_reg(core, addr) = val & ~IXGBE_FDIRCMD_CMD_MASK;
-}
-
 static uint32_t ixgbe_read_rdrxctl(IxgbeCore *core, hwaddr addr)
 {
     return ixgbe_get(core, addr) | IXGBE_RDRXCTL_DMAIDONE;
@@ -724,10 +712,34 @@ static const IxgbeRegDesc ixgbe_reg_table[] = {
     PLAIN("MRQC", IXGBE_MRQC, 1, 4, 0, ALL),
     PLAIN("RETA", IXGBE_RETA0, 32, 4, 0, ALL),
     PLAIN("RSSRK", IXGBE_RSSRK0, 10, 4, 0, ALL),
+    /* Flow Director (ixgbe_fdir.c) */
     REG("FDIRCTRL", IXGBE_FDIRCTRL, 1, 4, 0, ALL, IXGBE_RF_RAW, NULL,
-        ixgbe_write_fdirctrl),
+        ixgbe_fdir_write_ctrl),
+    PLAIN("FDIRSIPv6", IXGBE_FDIRSIPV6_0, 3, 4, 0, ALL),
+    PLAIN("FDIRIPSA", IXGBE_FDIRIPSA, 1, 4, 0, ALL),
+    PLAIN("FDIRIPDA", IXGBE_FDIRIPDA, 1, 4, 0, ALL),
+    PLAIN("FDIRPORT", IXGBE_FDIRPORT, 1, 4, 0, ALL),
+    PLAIN("FDIRVLAN", IXGBE_FDIRVLAN, 1, 4, 0, ALL),
+    PLAIN("FDIRHASH", IXGBE_FDIRHASH, 1, 4, 0, ALL),
     REG("FDIRCMD", IXGBE_FDIRCMD, 1, 4, 0, ALL, IXGBE_RF_RAW, NULL,
-        ixgbe_write_fdircmd),
+        ixgbe_fdir_write_cmd),
+    REG("FDIRFREE", IXGBE_FDIRFREE, 1, 4, 0, ALL, 0, ixgbe_fdir_read_free,
+        NULL),
+    PLAIN("FDIRDIP4M", IXGBE_FDIRDIP4M, 1, 4, 0, ALL),
+    PLAIN("FDIRSIP4M", IXGBE_FDIRSIP4M, 1, 4, 0, ALL),
+    PLAIN("FDIRTCPM", IXGBE_FDIRTCPM, 1, 4, 0, ALL),
+    PLAIN("FDIRUDPM", IXGBE_FDIRUDPM, 1, 4, 0, ALL),
+    STAT("FDIRLEN", IXGBE_FDIRLEN, 1, 4),
+    STAT("FDIRUSTAT", IXGBE_FDIRUSTAT, 1, 4),
+    STAT("FDIRFSTAT", IXGBE_FDIRFSTAT, 1, 4),
+    STAT("FDIRMATCH", IXGBE_FDIRMATCH, 1, 4),
+    STAT("FDIRMISS", IXGBE_FDIRMISS, 1, 4),
+    PLAIN("FDIRHKEY", IXGBE_FDIRHKEY, 1, 4, 0, ALL),
+    PLAIN("FDIRSKEY", IXGBE_FDIRSKEY, 1, 4, 0, ALL),
+    PLAIN("FDIRM", IXGBE_FDIRM, 1, 4, 0, 0x3F),
+    PLAIN("FDIRIP6M", IXGBE_FDIRIP6M, 1, 4, 0, ALL),
+    /* An X550 register; reset: SCTP ports not compared */
+    PLAIN("FDIRSCTPM", IXGBE_FDIRSCTPM, 1, 4, ALL, ALL),
     PLAIN("SECRXCTRL", IXGBE_SECRXCTRL, 1, 4, 0, ALL),
     PLAIN("SECRXSTAT", IXGBE_SECRXSTAT, 1, 4, IXGBE_SECRXSTAT_RDY, 0),
 
@@ -1010,6 +1022,7 @@ static void ixgbe_reset_state(IxgbeCore *core)
     }
     ixgbe_datapath_reset(core);
     ixgbe_ptp_reset(core);
+    ixgbe_fdir_reset(core);
 }
 
 /* CTRL.RST / CTRL.LNK_RST: everything but PCI state returns to defaults */
@@ -1053,6 +1066,7 @@ void ixgbe_core_realize(IxgbeCore *core, PCIDevice *owner, NICState *nic,
     }
     ixgbe_build_eeprom(core);
     ixgbe_datapath_init(core);
+    ixgbe_fdir_init(core);
 }
 
 void ixgbe_core_unrealize(IxgbeCore *core)
@@ -1062,6 +1076,7 @@ void ixgbe_core_unrealize(IxgbeCore *core)
         core->vec[v].timer = NULL;
     }
     ixgbe_datapath_uninit(core);
+    ixgbe_fdir_uninit(core);
 }
 
 /*
@@ -1102,7 +1117,8 @@ static bool ixgbe_regs_valid(IxgbeCore *core)
 int ixgbe_core_post_load(IxgbeCore *core)
 {
     if (!ixgbe_regs_valid(core) || !ixgbe_datapath_post_load(core) ||
-        ixgbe_sfp_post_load(core) < 0) {
+        ixgbe_sfp_post_load(core) < 0 ||
+        !ixgbe_fdir_post_load(core)) {
         return -EINVAL;
     }
     for (unsigned v = 0; v < IXGBE_MSIX_VECTORS; v++) {

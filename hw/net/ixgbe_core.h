@@ -46,6 +46,7 @@ typedef struct IxgbeTxQueue {
 
 /* Per MSI-X vector (or the single MSI/INTx vector) moderation state */
 typedef struct IxgbeCore IxgbeCore;
+typedef struct IxgbeFdir IxgbeFdir;     /* ixgbe_fdir.h */
 
 typedef struct IxgbeVector {
     IxgbeCore *core;
@@ -79,6 +80,7 @@ struct IxgbeCore {
 
     IxgbePtp ptp;
     IxgbeSfp sfp;               /* media, SFP+ module, I2C (ixgbe_sfp.c) */
+    IxgbeFdir *fdir;            /* Flow Director filter table */
 
     IxgbeTxQueue txq[IXGBE_NUM_QUEUES];
     struct NetTxPkt *tx_pkt;    /* the packet being sent (any queue) */

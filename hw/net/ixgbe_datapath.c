@@ -9,9 +9,10 @@
  * the queue's interrupt vector fires (EITR expiry), as on the real part.
  *
  * Receive: L2 filtering (RAR, MTA, promiscuous and broadcast modes, VLAN
- * filter), queue selection by RSS (Toeplitz hash over RSSRK, 128-entry
- * RETA, MRQC hash types), advanced one-buffer and legacy descriptors,
- * frames spanning several buffers, checksum and RSS-hash write-back, and
+ * filter), queue selection by the Flow Director (ixgbe_fdir.c) ahead of
+ * RSS (Toeplitz hash over RSSRK, 128-entry RETA, MRQC hash types),
+ * advanced one-buffer and legacy descriptors, frames spanning several
+ * buffers, checksum and RSS-hash write-back, and
  * per-queue drop (SRRCTL.DROP_EN) when a ring has no free descriptors.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -29,6 +30,7 @@
 #include "net_rx_pkt.h"
 #include "ixgbe_core.h"
 #include "ixgbe_ptp.h"
+#include "ixgbe_fdir.h"
 #include "trace.h"
 #include <zlib.h>
 
@@ -597,13 +599,56 @@ static int ixgbe_rss_type(IxgbeCore *core, bool ip4, bool ip6,
     return IXGBE_RSSTYPE_NONE;
 }
 
+static void ixgbe_rx_rss(IxgbeCore *core, IxgbeRxInfo *info, bool ip4,
+                         bool ip6, EthL4HdrProto l4)
+{
+    NetRxPktRssType type;
+    uint8_t key[IXGBE_RSS_KEY_SIZE];
+
+    if ((ixgbe_get(core, IXGBE_MRQC) & IXGBE_MRQC_MRQE_MASK) !=
+        IXGBE_MRQC_RSS) {
+        return;
+    }
+    info->rss_type = ixgbe_rss_type(core, ip4, ip6, l4, &type);
+    if (info->rss_type == IXGBE_RSSTYPE_NONE) {
+        return;
+    }
+    for (unsigned i = 0; i < IXGBE_RSS_KEY_SIZE; i++) {
+        key[i] = ixgbe_get(core, IXGBE_RSSRK0 + (i & ~3u)) >> ((i & 3) * 8);
+    }
+    info->hash = net_rx_pkt_calc_rss_hash(core->rx_pkt, type, key);
+    {
+        unsigned idx = info->hash & (IXGBE_RETA_ENTRIES - 1);
+
+        info->queue = (ixgbe_get(core, IXGBE_RETA0 + (idx & ~3u)) >>
+                       ((idx & 3) * 8)) & 0xF;
+    }
+}
+
+/* A Flow Director filter the frame matches takes precedence over RSS */
+static void ixgbe_rx_fdir(IxgbeCore *core, IxgbeRxInfo *info)
+{
+    struct iovec *iov = net_rx_pkt_get_iovec(core->rx_pkt);
+    IxgbeFdirResult res;
+
+    if (!ixgbe_fdir_classify(core, iov->iov_base, iov->iov_len, &res)) {
+        return;
+    }
+    if (res.steer) {
+        info->queue = res.queue;
+    }
+    if (res.match && res.report) {
+        info->status |= res.status;
+        info->rss_type = IXGBE_RSSTYPE_FDIR;
+        info->hash = res.id;
+    }
+}
+
 static void ixgbe_rx_classify(IxgbeCore *core, IxgbeRxInfo *info)
 {
     struct NetRxPkt *pkt = core->rx_pkt;
     bool ip4, ip6, csum_ok;
     EthL4HdrProto l4;
-    NetRxPktRssType type;
-    uint8_t key[IXGBE_RSS_KEY_SIZE];
 
     memset(info, 0, sizeof(*info));
     net_rx_pkt_get_protocols(pkt, &ip4, &ip6, &l4);
@@ -640,24 +685,8 @@ static void ixgbe_rx_classify(IxgbeCore *core, IxgbeRxInfo *info)
         }
     }
 
-    if ((ixgbe_get(core, IXGBE_MRQC) & IXGBE_MRQC_MRQE_MASK) !=
-        IXGBE_MRQC_RSS) {
-        return;
-    }
-    info->rss_type = ixgbe_rss_type(core, ip4, ip6, l4, &type);
-    if (info->rss_type == IXGBE_RSSTYPE_NONE) {
-        return;
-    }
-    for (unsigned i = 0; i < IXGBE_RSS_KEY_SIZE; i++) {
-        key[i] = ixgbe_get(core, IXGBE_RSSRK0 + (i & ~3u)) >> ((i & 3) * 8);
-    }
-    info->hash = net_rx_pkt_calc_rss_hash(pkt, type, key);
-    {
-        unsigned idx = info->hash & (IXGBE_RETA_ENTRIES - 1);
-
-        info->queue = (ixgbe_get(core, IXGBE_RETA0 + (idx & ~3u)) >>
-                       ((idx & 3) * 8)) & 0xF;
-    }
+    ixgbe_rx_rss(core, info, ip4, ip6, l4);
+    ixgbe_rx_fdir(core, info);
 }
 
 static unsigned ixgbe_rx_buf_size(uint32_t srrctl)

@@ -202,7 +202,28 @@
 #define IXGBE_MPSAR0        0x0A600
 #define IXGBE_PSRTYPE0      0x0EA00
 #define IXGBE_FDIRCTRL      0x0EE00
+#define IXGBE_FDIRSIPV6_0   0x0EE0C     /* 3 registers */
+#define IXGBE_FDIRIPSA      0x0EE18
+#define IXGBE_FDIRIPDA      0x0EE1C
+#define IXGBE_FDIRPORT      0x0EE20
+#define IXGBE_FDIRVLAN      0x0EE24
+#define IXGBE_FDIRHASH      0x0EE28
 #define IXGBE_FDIRCMD       0x0EE2C
+#define IXGBE_FDIRFREE      0x0EE38
+#define IXGBE_FDIRDIP4M     0x0EE3C
+#define IXGBE_FDIRSIP4M     0x0EE40
+#define IXGBE_FDIRTCPM      0x0EE44
+#define IXGBE_FDIRUDPM      0x0EE48
+#define IXGBE_FDIRLEN       0x0EE4C
+#define IXGBE_FDIRUSTAT     0x0EE50
+#define IXGBE_FDIRFSTAT     0x0EE54
+#define IXGBE_FDIRMATCH     0x0EE58
+#define IXGBE_FDIRMISS      0x0EE5C
+#define IXGBE_FDIRHKEY      0x0EE68
+#define IXGBE_FDIRSKEY      0x0EE6C
+#define IXGBE_FDIRM         0x0EE70
+#define IXGBE_FDIRIP6M      0x0EE74
+#define IXGBE_FDIRSCTPM     0x0EE78
 #define IXGBE_SECRXCTRL     0x08D00
 #define IXGBE_SECRXSTAT     0x08D04
 
@@ -269,8 +290,45 @@
 #define IXGBE_MRQC_TCPIPV6          (1u << 21)
 #define IXGBE_MRQC_UDPIPV4          (1u << 22)
 #define IXGBE_MRQC_UDPIPV6          (1u << 23)
+#define IXGBE_FDIRCTRL_PBALLOC_MASK 3u
 #define IXGBE_FDIRCTRL_INIT_DONE    (1u << 3)
+#define IXGBE_FDIRCTRL_PERFECT      (1u << 4)
+#define IXGBE_FDIRCTRL_REPORT       (1u << 5)
+#define IXGBE_FDIRCTRL_REPORT_ALWAYS (1u << 7)
+#define IXGBE_FDIRCTRL_DROP_Q_SHIFT 8
+#define IXGBE_FDIRCTRL_DROP_Q_MASK  0x7Fu
+#define IXGBE_FDIRCTRL_DROP_NO_MATCH (1u << 15)
+#define IXGBE_FDIRCTRL_FLEX_SHIFT   16
+#define IXGBE_FDIRCTRL_FLEX_MASK    0x1Fu
+#define IXGBE_FDIRCTRL_MAX_LEN_SHIFT 24
+#define IXGBE_FDIRCTRL_MAX_LEN_MASK 0xFu
+#define IXGBE_FDIRCTRL_FULL_THRESH_SHIFT 28
 #define IXGBE_FDIRCMD_CMD_MASK      3u
+#define IXGBE_FDIRCMD_CMD_ADD       1u
+#define IXGBE_FDIRCMD_CMD_REMOVE    2u
+#define IXGBE_FDIRCMD_CMD_QUERY     3u
+#define IXGBE_FDIRCMD_FILTER_VALID  (1u << 2)
+#define IXGBE_FDIRCMD_FILTER_UPDATE (1u << 3)
+#define IXGBE_FDIRCMD_FLOW_TYPE_SHIFT 5         /* L4 type 6:5, IPv6 7 */
+#define IXGBE_FDIRCMD_FLOW_TYPE_MASK 7u
+#define IXGBE_FDIRCMD_CLEARHT       (1u << 8)
+#define IXGBE_FDIRCMD_DROP          (1u << 9)
+#define IXGBE_FDIRCMD_INT           (1u << 10)
+#define IXGBE_FDIRCMD_LAST          (1u << 11)
+#define IXGBE_FDIRCMD_COLLISION     (1u << 12)
+#define IXGBE_FDIRCMD_QUEUE_EN      (1u << 15)
+#define IXGBE_FDIRCMD_RX_QUEUE_SHIFT 16
+#define IXGBE_FDIRCMD_RX_QUEUE_MASK 0x7Fu
+#define IXGBE_FDIRCMD_TUNNEL        (1u << 23)
+#define IXGBE_FDIRCMD_VT_POOL_SHIFT 24
+#define IXGBE_FDIRCMD_VT_POOL_MASK  0x3Fu
+#define IXGBE_FDIRHASH_SIG_SHIFT    16          /* signature or SW index */
+#define IXGBE_FDIRM_VLANID          (1u << 0)
+#define IXGBE_FDIRM_VLANP           (1u << 1)
+#define IXGBE_FDIRM_POOL            (1u << 2)
+#define IXGBE_FDIRM_L4P             (1u << 3)
+#define IXGBE_FDIRM_FLEX            (1u << 4)
+#define IXGBE_FDIRM_DIPV6           (1u << 5)
 #define IXGBE_SECRXSTAT_RDY         (1u << 0)
 
 /* Transmit */
@@ -351,11 +409,15 @@
 /* Advanced receive descriptor write-back */
 #define IXGBE_RXD_STAT_DD           (1u << 0)
 #define IXGBE_RXD_STAT_EOP          (1u << 1)
+#define IXGBE_RXD_STAT_FLM          (1u << 2)    /* Flow Director match */
 #define IXGBE_RXD_STAT_VP           (1u << 3)
 #define IXGBE_RXD_STAT_UDPCS        (1u << 4)
 #define IXGBE_RXD_STAT_L4CS         (1u << 5)
 #define IXGBE_RXD_STAT_IPCS         (1u << 6)
 #define IXGBE_RXD_STAT_TS           (1u << 16)   /* IEEE 1588 time stamp */
+#define IXGBE_RXD_ERR_FDIR_LEN      (1u << 20)
+#define IXGBE_RXD_ERR_FDIR_DROP     (1u << 21)
+#define IXGBE_RXD_ERR_FDIR_COLL     (1u << 22)
 #define IXGBE_RXD_ERR_TCPE          (1u << 30)
 #define IXGBE_RXD_ERR_IPE           (1u << 31)
 #define IXGBE_RXD_PKTTYPE_SHIFT     4
@@ -374,6 +436,7 @@ enum {
     IXGBE_RSSTYPE_IPV6 = 5,
     IXGBE_RSSTYPE_IPV4_UDP = 7,
     IXGBE_RSSTYPE_IPV6_UDP = 8,
+    IXGBE_RSSTYPE_FDIR = 15,        /* the hash field holds a filter ID */
 };
 
 /*
