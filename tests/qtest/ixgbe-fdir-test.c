@@ -591,6 +591,80 @@ static void test_table_full(void)
     ixgbe_test_stop(&t);
 }
 
+/* ------------------------------------------------------------------ */
+/* Migration                                                           */
+/* ------------------------------------------------------------------ */
+
+/* The filters travel with the device and keep steering on the destination */
+static void test_migration(void)
+{
+    FdirFlow a = { FT_TCP4, 0, { 192, 0, 2, 10 }, { 198, 51, 100, 20 },
+                   40000, 5201, 0 };
+    FdirFlow b = a;
+    IxgbeTest src, dst;
+    RxRing rings[RSS_QUEUES];
+    uint8_t wb[DESC_SIZE];
+    g_autofree char *path = NULL;
+    int rss_a, rss_b;
+
+    b.dport = 80;
+    fdir_setup(&src, rings, PERFECT_CTRL);
+    masks_4tuple(&src);
+    rss_a = rss_queue_of(&src, rings, &a);
+    rss_b = rss_queue_of(&src, rings, &b);
+    perfect_add(&src, &a, perfect_bucket(&a), 3,
+                fdircmd_add(FT_TCP4, (rss_a + 1) % 4));
+    perfect_add(&src, &b, perfect_bucket(&b), 4,
+                fdircmd_add(FT_TCP4, (rss_b + 2) % 4));
+    path = save_to_file(&src);
+    ixgbe_test_stop(&src);
+
+    g_assert_true(load_from_file(&dst, path));
+    qtest_qmp_assert_success(dst.qts, "{'execute': 'cont'}");
+    g_assert_cmpuint(rd(&dst, IXGBE_FDIRFREE), ==, 2046);
+    g_assert_cmpint(flow_send(&dst, rings, &a, wb), ==, (rss_a + 1) % 4);
+    g_assert_cmphex(rx_wb_hash(wb) >> 16, ==, 3);
+    g_assert_cmpint(flow_send(&dst, rings, &b, wb), ==, (rss_b + 2) % 4);
+    /* The bucket chains were rebuilt: removal works */
+    fdir_cmd_on(&dst, 3u << 16 | perfect_bucket(&a),
+                IXGBE_FDIRCMD_CMD_REMOVE);
+    g_assert_cmpint(rss_queue_of(&dst, rings, &a), ==, rss_a);
+    ixgbe_test_stop(&dst);
+    unlink(path);
+}
+
+/* A filter count beyond any table fails the load; the destination lives */
+static void test_migration_bad_count(void)
+{
+    /* subsection name, version 1, full_signalled false, count 0xabc */
+    static const uint8_t sentinel[] = {
+        'i', 'x', 'g', 'b', 'e', '/', 'f', 'd', 'i', 'r',
+        0, 0, 0, 1, 0, 0, 0, 0x0a, 0xbc,
+    };
+    uint8_t bad[sizeof(sentinel)];
+    g_autofree char *path = NULL;
+    IxgbeTest src, dst;
+
+    memcpy(bad, sentinel, sizeof(bad));
+    bad[sizeof(bad) - 4] = 0x00;
+    bad[sizeof(bad) - 3] = 0x01;
+    bad[sizeof(bad) - 2] = 0x00;
+    bad[sizeof(bad) - 1] = 0x00;
+    ixgbe_test_start(&src);
+    wr(&src, IXGBE_FDIRCTRL, SIG_CTRL);
+    for (uint32_t n = 0; n < 0xabc; n++) {
+        wr(&src, IXGBE_FDIRHASH, n << 16 | n);
+        wr(&src, IXGBE_FDIRCMD, fdircmd_add(FT_TCP4, 0));
+    }
+    path = save_to_file(&src);
+    ixgbe_test_stop(&src);
+    patch_stream(path, sentinel, sizeof(sentinel), bad);
+    g_assert_false(load_from_file(&dst, path));
+    qtest_qmp_assert_success(dst.qts, "{'execute': 'query-status'}");
+    ixgbe_test_stop(&dst);
+    unlink(path);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -600,5 +674,8 @@ int main(int argc, char **argv)
     qtest_add_func("ixgbe/fdir/signature", test_signature);
     qtest_add_func("ixgbe/fdir/capacity", test_capacity);
     qtest_add_func("ixgbe/fdir/table-full", test_table_full);
+    qtest_add_func("ixgbe/fdir/migration", test_migration);
+    qtest_add_func("ixgbe/fdir/migration-bad-count",
+                   test_migration_bad_count);
     return g_test_run();
 }

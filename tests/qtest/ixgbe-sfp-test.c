@@ -498,29 +498,8 @@ static void test_bad_property(void)
 }
 
 /* ------------------------------------------------------------------ */
-/* Migration in the middle of an I2C read                              */
+/* Migration in the middle of an I2C read (migrate_wait: ixgbe-util.c) */
 /* ------------------------------------------------------------------ */
-
-static void migrate_wait(QTestState *qts, const char *want)
-{
-    for (int i = 0; i < 3000; i++) {
-        QDict *rsp = qtest_qmp_assert_success_ref(qts,
-                                                  "{'execute': "
-                                                  "'query-migrate'}");
-        const char *st = qdict_haskey(rsp, "status") ?
-                         qdict_get_str(rsp, "status") : "none";
-        bool done = !strcmp(st, want);
-        bool failed = !strcmp(st, "failed");
-
-        qobject_unref(rsp);
-        if (done) {
-            return;
-        }
-        g_assert_false(failed);
-        g_usleep(10 * 1000);
-    }
-    g_assert_not_reached();
-}
 
 static void test_migration_mid_read(void)
 {

@@ -440,6 +440,96 @@ void rx_check_data(IxgbeTest *t, const RxRing *r, unsigned idx,
 }
 
 /* ------------------------------------------------------------------ */
+/* Migration through a file                                            */
+/* ------------------------------------------------------------------ */
+
+void migrate_wait(QTestState *qts, const char *want)
+{
+    for (int i = 0; i < 3000; i++) {
+        QDict *rsp = qtest_qmp_assert_success_ref(qts,
+                                                  "{'execute': "
+                                                  "'query-migrate'}");
+        const char *st = qdict_haskey(rsp, "status") ?
+                         qdict_get_str(rsp, "status") : "none";
+        bool done = !strcmp(st, want);
+        bool failed = !strcmp(st, "failed");
+
+        if (failed && !done && qdict_haskey(rsp, "error-desc")) {
+            g_test_message("migration failed: %s",
+                           qdict_get_str(rsp, "error-desc"));
+        }
+        qobject_unref(rsp);
+        if (done) {
+            return;
+        }
+        g_assert_false(failed);
+        g_usleep(10 * 1000);
+    }
+    g_assert_not_reached();
+}
+
+/* Stop the source and save its state to a file; returns the file's path */
+char *save_to_file(IxgbeTest *t)
+{
+    char *path = NULL;
+    int fd = g_file_open_tmp("ixgbe-mig-XXXXXX", &path, NULL);
+    g_autofree char *uri = g_strdup_printf("file:%s", path);
+
+    g_assert_cmpint(fd, >=, 0);
+    close(fd);
+    qtest_qmp_assert_success(t->qts, "{'execute': 'stop'}");
+    qtest_qmp_assert_success(t->qts, "{'execute': 'migrate', 'arguments': "
+                             "{'uri': %s}}", uri);
+    migrate_wait(t->qts, "completed");
+    return path;
+}
+
+/* Start a destination like the source and load the file into it */
+bool load_from_file(IxgbeTest *dst, const char *path)
+{
+    g_autofree char *uri = g_strdup_printf("file:%s", path);
+    bool ok;
+
+    ixgbe_test_start_args(dst, "-incoming defer");
+    qtest_qmp_assert_success(dst->qts,
+                             "{'execute': 'migrate-incoming', 'arguments': "
+                             "{'uri': %s, 'exit-on-error': false}}", uri);
+    for (;;) {
+        QDict *rsp = qtest_qmp_assert_success_ref(dst->qts,
+                                                  "{'execute': "
+                                                  "'query-migrate'}");
+        const char *st = qdict_haskey(rsp, "status") ?
+                         qdict_get_str(rsp, "status") : "none";
+
+        ok = !strcmp(st, "completed");
+        if (ok || !strcmp(st, "failed")) {
+            qobject_unref(rsp);
+            break;
+        }
+        qobject_unref(rsp);
+        g_usleep(10 * 1000);
+    }
+    return ok;
+}
+
+/* Replace the only occurrence of a big-endian pattern in the stream */
+void patch_stream(const char *path, const uint8_t *pat, size_t len,
+                         const uint8_t *with)
+{
+    g_autofree char *data = NULL;
+    size_t size;
+    char *hit, *again;
+
+    g_assert_true(g_file_get_contents(path, &data, &size, NULL));
+    hit = memmem(data, size, pat, len);
+    g_assert_nonnull(hit);
+    again = memmem(hit + 1, size - (hit + 1 - data), pat, len);
+    g_assert_null(again);
+    memcpy(hit, with, len);
+    g_assert_true(g_file_set_contents(path, data, size, NULL));
+}
+
+/* ------------------------------------------------------------------ */
 /* PCI Express native hot-plug, as the OS's hot-plug driver does it    */
 /* ------------------------------------------------------------------ */
 

@@ -98,6 +98,11 @@ uint32_t rx_wb_rss_type(const uint8_t *wb);
 uint32_t rx_wb_length(const uint8_t *wb);
 void rx_check_data(IxgbeTest *t, const RxRing *r, unsigned idx,
                    const uint8_t *data, size_t len);
+void migrate_wait(QTestState *qts, const char *want);
+char *save_to_file(IxgbeTest *t);
+bool load_from_file(IxgbeTest *dst, const char *path);
+void patch_stream(const char *path, const uint8_t *pat, size_t len,
+                  const uint8_t *with);
 void wait_device_deleted(QTestState *qts, const char *id);
 void slot_power(QPCIDevice *port, uint8_t exp, bool on);
 void slot_ack_events(QPCIDevice *port, uint8_t exp);
