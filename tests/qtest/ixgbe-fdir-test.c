@@ -441,6 +441,49 @@ static void test_masks(void)
     ixgbe_test_stop(&t);
 }
 
+/*
+ * Flexible bytes: FDIRCTRL.FLEX_OFFSET words from the start of the frame
+ * (27: the first two bytes of the TCP payload); with FDIRM.FLEX clear a
+ * rule compares them.
+ */
+static void test_flex_bytes(void)
+{
+    FdirFlow f = { FT_TCP4, 0, { 192, 0, 2, 10 }, { 198, 51, 100, 20 },
+                   40000, 5201, 0xBEEF };
+    uint32_t ctrl = (PERFECT_CTRL & ~(IXGBE_FDIRCTRL_FLEX_MASK <<
+                                      IXGBE_FDIRCTRL_FLEX_SHIFT)) |
+                    27u << IXGBE_FDIRCTRL_FLEX_SHIFT;
+    IxgbeTest t;
+    RxRing rings[RSS_QUEUES];
+    uint8_t frame[64], wb[DESC_SIZE];
+    size_t len;
+    int rss, target;
+
+    fdir_setup(&t, rings, ctrl);
+    rss = rss_queue_of(&t, rings, &f);
+    target = (rss + 1) % 4;
+    masks_4tuple(&t);
+    wr(&t, IXGBE_FDIRM, rd(&t, IXGBE_FDIRM) & ~IXGBE_FDIRM_FLEX);
+    wr(&t, IXGBE_FDIRIPSA, ldl_le_p(f.sip));
+    wr(&t, IXGBE_FDIRIPDA, ldl_le_p(f.dip));
+    wr(&t, IXGBE_FDIRPORT, (uint32_t)f.dport << 16 | f.sport);
+    /* Flex bytes in 31:16 as they sit in the frame (first byte low) */
+    wr(&t, IXGBE_FDIRVLAN, 0xEFBEu << 16);
+    wr(&t, IXGBE_FDIRHASH, 1u << 16 | (flow_hash(&f, BUCKET_KEY) & 0x1FFF));
+    wr(&t, IXGBE_FDIRCMD, fdircmd_add(FT_TCP4, target));
+
+    for (unsigned i = 0; i < 2; i++) {
+        len = flow_frame(frame, &f);
+        stw_be_p(frame + 54, i ? 0xBEEE : 0xBEEF);
+        backend_send(&t, frame, len);
+        g_assert_cmpint(rx_wait_any(&t, rings, RSS_QUEUES, wb), ==,
+                        i ? rss : target);
+        g_assert_cmphex(rx_wb_status(wb) & IXGBE_RXD_STAT_FLM, ==,
+                        i ? 0 : IXGBE_RXD_STAT_FLM);
+    }
+    ixgbe_test_stop(&t);
+}
+
 /* ------------------------------------------------------------------ */
 /* Signature filters (ATR)                                             */
 /* ------------------------------------------------------------------ */
@@ -505,6 +548,43 @@ static void test_signature(void)
         backend_send(&t, frame, len + 4);
         g_assert_cmpint(rx_wait_any(&t, rings, RSS_QUEUES, wb), ==, 1);
         g_assert_cmphex(rx_wb_hash(wb), ==, (uint32_t)sig << 16 | bucket);
+    }
+
+    /* TCP over IPv6: both addresses, all four dwords, enter the hash */
+    {
+        static const uint8_t sip6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 1 };
+        static const uint8_t dip6[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0,
+                                          0, 0xca, 0xfe, [15] = 2 };
+        uint8_t frame[74] = { 0 };
+        uint32_t in[11] = { 0 };
+        uint16_t b6, s6;
+
+        memcpy(frame, test_mac, 6);
+        memcpy(frame + 6, peer_mac, 6);
+        stw_be_p(frame + 12, 0x86DD);
+        frame[14] = 0x60;
+        stw_be_p(frame + 18, 20);
+        frame[20] = 6;
+        frame[21] = 64;
+        memcpy(frame + 22, sip6, 16);
+        memcpy(frame + 38, dip6, 16);
+        stw_be_p(frame + 54, 443);
+        stw_be_p(frame + 56, 51000);
+        frame[66] = 5 << 4;
+
+        in[0] = 6u << 16;                   /* TCP, IPv6 */
+        for (unsigned i = 0; i < 4; i++) {
+            in[1 + i] = ldl_be_p(dip6 + i * 4);
+            in[5 + i] = ldl_be_p(sip6 + i * 4);
+        }
+        in[9] = 443u << 16 | 51000;
+        in[10] = 0x86DDu << 16;
+        b6 = ref_hash(in, BUCKET_KEY) & 0x7FFF;
+        s6 = ref_hash(in, SIG_KEY) & 0x7FFF;
+        fdir_cmd_on(&t, (uint32_t)s6 << 16 | b6, fdircmd_add(6, 2));
+        backend_send(&t, frame, sizeof(frame));
+        g_assert_cmpint(rx_wait_any(&t, rings, RSS_QUEUES, wb), ==, 2);
+        g_assert_cmphex(rx_wb_hash(wb), ==, (uint32_t)s6 << 16 | b6);
     }
 
     /* Without Report_Status the descriptor keeps the RSS hash */
@@ -671,6 +751,7 @@ int main(int argc, char **argv)
     qtest_add_func("ixgbe/fdir/hash-reference", test_hash_reference);
     qtest_add_func("ixgbe/fdir/perfect", test_perfect);
     qtest_add_func("ixgbe/fdir/masks", test_masks);
+    qtest_add_func("ixgbe/fdir/flex-bytes", test_flex_bytes);
     qtest_add_func("ixgbe/fdir/signature", test_signature);
     qtest_add_func("ixgbe/fdir/capacity", test_capacity);
     qtest_add_func("ixgbe/fdir/table-full", test_table_full);

@@ -67,6 +67,17 @@ TDH = 0x6010
 TDT = 0x6018
 TXDCTL = 0x6028
 TDWBAL = 0x6038
+FDIRCTRL = 0xEE00
+FDIRIPSA = 0xEE18
+FDIRIPDA = 0xEE1C
+FDIRPORT = 0xEE20
+FDIRHASH = 0xEE28
+FDIRCMD = 0xEE2C
+FDIRFREE = 0xEE38
+FDIRMATCH = 0xEE58
+FDIRHKEY = 0xEE68
+FDIRSKEY = 0xEE6C
+FDIRM = 0xEE70
 TSYNCTXCTL = 0x8C00
 TXSTMPL = 0x8C04
 TXSTMPH = 0x8C08
@@ -265,6 +276,36 @@ def seeds():
         read(RDH),
     ]
     out["rss-loopback"] = ops
+    # Flow Director: a signature table with a filter, then a perfect-match
+    # table with a drop filter, and a looped-back TCP frame through each.
+    ops = []
+    for qn in range(2):
+        ops += rings(tx=(qn == 0), queue=qn, loopback=True)
+    ops += [
+        write(FDIRHKEY, 0x3DAD14E2),
+        write(FDIRSKEY, 0x174D3614),
+        write(FDIRCTRL, 0x1 | 0x20 | (6 << 16) | (0xA << 24) | (4 << 28)),
+        write(FDIRHASH, 0x097D4107),
+        write(FDIRCMD, 0x1 | 0x8 | 0x800 | 0x8000 | (2 << 5) | (1 << 16)),
+        dma_pattern(legacy_tx_desc(0x00400000, 60)),
+        dma_pattern(tcp_frame(0)),
+        write(TDT, 1),
+        clock_step(),
+        write(FDIRCTRL, 0x1 | 0x10 | 0x20 | (127 << 8) | (6 << 16) | (4 << 28)),
+        write(FDIRM, 0x37),
+        write(FDIRIPSA, 0x0A00000A),
+        write(FDIRIPDA, 0x1400000A),
+        write(FDIRPORT, 0x1451_9C40),
+        write(FDIRHASH, 0x00050107),
+        write(FDIRCMD, 0x1 | 0x8 | 0x200 | 0x8000 | (2 << 5) | (127 << 16)),
+        write(FDIRCMD, 0x3),
+        write(TDT, 2),
+        clock_step(),
+        read(FDIRFREE),
+        read(FDIRMATCH),
+        read(RDH),
+    ]
+    out["fdir-loopback"] = ops
     # IEEE 1588: the clock running (TIMINCA as the driver sets it), an L2
     # PTP frame looped back with a transmit time stamp and a receive stamp.
     frame = ptp_sync_l2()
