@@ -12,7 +12,7 @@
 #   - the kernel: linux-image-amd64 of the kernel's release, resolved to the
 #     exact linux-image-<abi>-amd64 package it depends on;
 #   - busybox-static, dash (/bin/sh), and ethtool, iperf3, iproute2 (ip, ss,
-#     tc), iputils-ping, linuxptp (ptp4l, phc_ctl, hwstamp_ctl)
+#     tc), iputils-ping, linuxptp (ptp4l, phc2sys, phc_ctl, hwstamp_ctl)
 #     from the host's release, copied with their shared libraries (ldd).
 # Kernel modules (NIC drivers and their dependency closure) are copied
 # decompressed, with a modules.dep made by depmod, so the guest's
@@ -92,7 +92,7 @@ MODULES+=("${EXTRA[@]}")
 # dash is /bin/sh: busybox's own shell runs its applets in preference to
 # $PATH, which would shadow the real ip/ping with busybox's reduced ones.
 USER_PKGS=(busybox-static dash ethtool iperf3 libiperf0 iproute2 iputils-ping linuxptp)
-USER_BINS=(dash ethtool iperf3 ip ss tc ping ptp4l phc_ctl hwstamp_ctl)
+USER_BINS=(dash ethtool iperf3 ip ss tc ping ptp4l phc2sys phc_ctl hwstamp_ctl)
 
 # ---------------------------------------------------------------- private apt
 # shellcheck source=scripts/guest-apt.sh

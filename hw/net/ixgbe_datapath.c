@@ -195,6 +195,7 @@ typedef struct IxgbeTxOut {
     IxgbeCore *core;
     unsigned queue;
     bool loopback;
+    bool stamp;                 /* IEEE 1588: stamp the next frame out */
 } IxgbeTxOut;
 
 /* One frame on the wire (one segment of a TSO packet) */
@@ -206,6 +207,11 @@ static void ixgbe_tx_out(void *opaque, const struct iovec *iov, int iovcnt,
 
     trace_ixgbe_tx_frame(out->queue, iov_size(iov, iovcnt));
     ixgbe_tx_stats(core, out->queue, iov, iovcnt);
+    if (out->stamp) {
+        /* As the frame leaves: the closest point to the peer's arrival */
+        ixgbe_ptp_tx_stamp(core);
+        out->stamp = false;
+    }
     if (out->loopback) {
         ixgbe_rx_receive(core, iov, iovcnt, true);
     } else {
@@ -326,9 +332,7 @@ static void ixgbe_tx_send(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq)
         if (net_tx_pkt_parse(pkt) && ixgbe_tx_offloads(core, txq, pkt)) {
             uint32_t stamp = IXGBE_TXD_CMD_DEXT | IXGBE_TXD_CMD_TSTAMP;
 
-            if ((txq->first_cmd & stamp) == stamp) {
-                ixgbe_ptp_tx_stamp(core);
-            }
+            out.stamp = (txq->first_cmd & stamp) == stamp;
             /*
              * The peer never gets a virtio-net header from this device:
              * offloads (checksums, TSO segmentation) are done here.
@@ -846,11 +850,14 @@ ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
     bool has_vlan;
     uint16_t vlan_tag = 0;
     uint32_t rxdctl;
+    uint64_t arrival;
     unsigned q;
 
     if (!(ixgbe_get(core, IXGBE_RXCTRL) & IXGBE_RXCTRL_RXEN)) {
         return size;
     }
+    /* The clock as the frame's start reaches the MAC, for a time stamp */
+    arrival = ixgbe_ptp_rx_arrival(core);
     if (!loopback && (hlreg0 & IXGBE_HLREG0_LPBK)) {
         /* In MAC loopback the wire side is not received */
         return size;
@@ -887,7 +894,7 @@ ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
         net_rx_pkt_attach_iovec(core->rx_pkt, &liov, 1, 0, false);
     }
     ixgbe_rx_classify(core, &info);
-    if (ixgbe_ptp_rx_stamp(core, buf, len)) {
+    if (ixgbe_ptp_rx_stamp(core, buf, len, arrival)) {
         info.status |= IXGBE_RXD_STAT_TS;
     }
     q = info.queue;

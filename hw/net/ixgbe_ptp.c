@@ -176,7 +176,24 @@ static int ixgbe_ptp_message(IxgbeCore *core, const uint8_t *frame,
     return off + ihl + 8;
 }
 
-bool ixgbe_ptp_rx_stamp(IxgbeCore *core, const uint8_t *frame, size_t len)
+/*
+ * SYSTIM as a frame arrives, read before the model parses and classifies
+ * it, so that the stamp is as close as it can be to the transmit stamp of
+ * a peer that handed the frame over directly; 0 while no receive time
+ * stamp can be taken.
+ */
+uint64_t ixgbe_ptp_rx_arrival(IxgbeCore *core)
+{
+    uint32_t ctl = ixgbe_get(core, IXGBE_TSYNCRXCTL);
+
+    if (!(ctl & IXGBE_TSYNCRXCTL_ENABLED) || (ctl & IXGBE_TSYNCRXCTL_VALID)) {
+        return 0;
+    }
+    return ixgbe_ptp_now(core);
+}
+
+bool ixgbe_ptp_rx_stamp(IxgbeCore *core, const uint8_t *frame, size_t len,
+                        uint64_t arrival)
 {
     uint32_t *ctl = ixgbe_reg(core, IXGBE_TSYNCRXCTL);
     uint32_t type = *ctl & IXGBE_TSYNCRXCTL_TYPE_MASK;
@@ -184,7 +201,6 @@ bool ixgbe_ptp_rx_stamp(IxgbeCore *core, const uint8_t *frame, size_t len)
     bool is_l2 = false;
     const uint8_t *msg;
     uint8_t msgtype;
-    uint64_t now;
     int off;
 
     if (!(*ctl & IXGBE_TSYNCRXCTL_ENABLED) || (*ctl & IXGBE_TSYNCRXCTL_VALID)) {
@@ -224,9 +240,8 @@ bool ixgbe_ptp_rx_stamp(IxgbeCore *core, const uint8_t *frame, size_t len)
     default:
         return false;
     }
-    now = ixgbe_ptp_now(core);
-    *ixgbe_reg(core, IXGBE_RXSTMPL) = (uint32_t)now;
-    *ixgbe_reg(core, IXGBE_RXSTMPH) = now >> 32;
+    *ixgbe_reg(core, IXGBE_RXSTMPL) = (uint32_t)arrival;
+    *ixgbe_reg(core, IXGBE_RXSTMPH) = arrival >> 32;
     /*
      * Bytes 22-27 of the message (PTP v1's source UUID, the end of v2's
      * clock identity) and its sequence ID (bytes 30-31)
@@ -235,6 +250,6 @@ bool ixgbe_ptp_rx_stamp(IxgbeCore *core, const uint8_t *frame, size_t len)
     *ixgbe_reg(core, IXGBE_RXSATRH) = lduw_be_p(msg + 26) |
                                       (uint32_t)lduw_be_p(msg + 30) << 16;
     *ctl |= IXGBE_TSYNCRXCTL_VALID;
-    trace_ixgbe_ptp_rx_stamp(now, is_l2);
+    trace_ixgbe_ptp_rx_stamp(arrival, is_l2);
     return true;
 }

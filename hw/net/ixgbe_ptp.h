@@ -24,8 +24,13 @@ void ixgbe_ptp_write_timadjh(IxgbeCore *core, hwaddr addr, uint32_t val,
 uint32_t ixgbe_ptp_read_txstmph(IxgbeCore *core, hwaddr addr);
 uint32_t ixgbe_ptp_read_rxstmph(IxgbeCore *core, hwaddr addr);
 
-/* Datapath: a frame sent with IXGBE_ADVTXD_MAC_TSTAMP, a frame received */
+/*
+ * Datapath: a frame sent with IXGBE_ADVTXD_MAC_TSTAMP; a frame received,
+ * stamped with the clock read when it arrived (ixgbe_ptp_rx_arrival)
+ */
 void ixgbe_ptp_tx_stamp(IxgbeCore *core);
-bool ixgbe_ptp_rx_stamp(IxgbeCore *core, const uint8_t *frame, size_t len);
+uint64_t ixgbe_ptp_rx_arrival(IxgbeCore *core);
+bool ixgbe_ptp_rx_stamp(IxgbeCore *core, const uint8_t *frame, size_t len,
+                        uint64_t arrival);
 
 #endif

@@ -105,25 +105,28 @@ def boot_dgram_nic(
     return g, port
 
 
-def back_to_back_args(model: str, macs: Sequence[str]) -> Callable[[Path], list[str]]:
+def back_to_back_args(model: str, macs: Sequence[str], *, hub: bool = False) -> Callable[[Path], list[str]]:
     """Arguments for two NICs of `model` whose wires are connected to each
-    other through unix datagram sockets in the VM's private directory."""
+    other: through unix datagram sockets in the VM's private directory, or
+    with `hub` through a QEMU hub, which hands a frame from one NIC to the
+    other within the transmit call (no trip through the host's sockets and
+    main loop)."""
 
     def args_for(d: Path) -> list[str]:
-        return (
-            nic_args(model, "w0", 0, macs[0])
-            + nic_args(model, "w1", 1, macs[1])
-            + dgram_netdev("w0", d / "a", d / "b")
-            + dgram_netdev("w1", d / "b", d / "a")
-        )
+        nics = nic_args(model, "w0", 0, macs[0]) + nic_args(model, "w1", 1, macs[1])
+        if hub:
+            return nics + ["-netdev", "hubport,id=w0,hubid=0", "-netdev", "hubport,id=w1,hubid=0"]
+        return nics + dgram_netdev("w0", d / "a", d / "b") + dgram_netdev("w1", d / "b", d / "a")
 
     return args_for
 
 
-def boot_back_to_back(make_vm: VMFactory, model: str, driver: str, *, smp: int = 2) -> Guest:
+def boot_back_to_back(
+    make_vm: VMFactory, model: str, driver: str, *, smp: int = 2, hub: bool = False
+) -> Guest:
     """A VM with two NICs whose wires are connected to each other."""
     macs = [mac_address(0), mac_address(1)]
-    vm = make_vm(smp=smp, args_factory=back_to_back_args(model, macs))
+    vm = make_vm(smp=smp, args_factory=back_to_back_args(model, macs, hub=hub))
     load_driver(vm, driver)
     devs = vm.wait_netdevs(driver, 2)[:2]
     return Guest(vm, driver, devs, macs, vm.uptime())
