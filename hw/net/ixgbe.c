@@ -23,12 +23,15 @@
 #include "hw/pci/pcie.h"
 #include "hw/pci/msi.h"
 #include "hw/pci/msix.h"
+#include "hw/pci/pcie_sriov.h"
+#include "hw/pci/pci_bus.h"
 #include "hw/qdev-properties.h"
 #include "system/system.h"
 #include "migration/vmstate.h"
 #include "qom/object.h"
 #include "ixgbe_core.h"
 #include "ixgbe_fdir.h"
+#include "ixgbe_sriov.h"
 #include "trace.h"
 
 #define TYPE_IXGBE "ixgbe-base"
@@ -55,6 +58,12 @@ struct IxgbeClass {
 #define IXGBE_CAP_MSIX      0x70
 #define IXGBE_CAP_PCIE      0xA0
 #define IXGBE_CAP_AER       0x100
+#define IXGBE_CAP_ARI       0x150
+#define IXGBE_CAP_SRIOV     0x160
+
+/* The VFs' BARs: registers, and the MSI-X table and PBA */
+#define IXGBE_VF_MMIO_BAR   0
+#define IXGBE_VF_MSIX_BAR   3
 
 /* I/O BAR: indirect register access through IOADDR/IODATA */
 #define IXGBE_IOADDR        0x0
@@ -70,6 +79,7 @@ struct IxgbeState {
     MemoryRegion msix;
 
     uint32_t ioaddr;
+    OnOffAuto sriov;
     IxgbeCore core;
 };
 
@@ -91,6 +101,11 @@ static const IxgbeVariant ixgbe_sfp = {
     .device_id = IXGBE_DEV_ID_82599_SFP,
     .media = IXGBE_MEDIA_SFP,
 };
+
+IxgbeCore *ixgbe_pf_core(PCIDevice *pf)
+{
+    return &IXGBE(pf)->core;
+}
 
 static uint64_t ixgbe_mmio_read(void *opaque, hwaddr addr, unsigned size)
 {
@@ -211,6 +226,73 @@ static void ixgbe_write_config(PCIDevice *dev, uint32_t addr, uint32_t val,
     }
 }
 
+/*
+ * SR-IOV as the 82599 has it: 64 VFs (Linux offers 63, keeping a pool for
+ * the PF) at routing IDs PF + 0x80, 0x82, ..., 0xFE, so the PF must be
+ * function 0 or 1 of its bus, behind a downstream port (ARI makes the VFs
+ * reachable there).  "auto" enables it where the VFs fit.
+ */
+static bool ixgbe_sriov_fits(PCIDevice *d)
+{
+    PCIBus *bus = pci_get_bus(d);
+    unsigned last = d->devfn + IXGBE_VF_OFFSET +
+                    (IXGBE_MAX_VFS - 1) * IXGBE_VF_STRIDE;
+
+    if (last >= PCI_DEVFN_MAX) {
+        return false;
+    }
+    for (unsigned n = 0; n < IXGBE_MAX_VFS; n++) {
+        if (bus->devices[d->devfn + IXGBE_VF_OFFSET + n * IXGBE_VF_STRIDE]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* 1: SR-IOV on, 0: off, -1: asked for where it cannot be */
+static int ixgbe_sriov_wanted(IxgbeState *s, Error **errp)
+{
+    PCIDevice *d = PCI_DEVICE(s);
+
+    switch (s->sriov) {
+    case ON_OFF_AUTO_OFF:
+        return 0;
+    case ON_OFF_AUTO_ON:
+        if (!ixgbe_sriov_fits(d)) {
+            error_setg(errp, "ixgbe: sriov=on needs routing IDs 0x%x..0x%x "
+                       "free on the bus; put the device at function 0 "
+                       "behind a PCI Express port",
+                       d->devfn + IXGBE_VF_OFFSET,
+                       d->devfn + IXGBE_VF_OFFSET +
+                       (IXGBE_MAX_VFS - 1) * IXGBE_VF_STRIDE);
+            return -1;
+        }
+        return 1;
+    default:
+        return ixgbe_sriov_fits(d);
+    }
+}
+
+static bool ixgbe_sriov_init(PCIDevice *d, Error **errp)
+{
+    pcie_ari_init(d, IXGBE_CAP_ARI);
+    if (!pcie_sriov_pf_init(d, IXGBE_CAP_SRIOV, TYPE_IXGBEVF,
+                            IXGBE_DEV_ID_82599_VF, IXGBE_MAX_VFS,
+                            IXGBE_MAX_VFS, IXGBE_VF_OFFSET, IXGBE_VF_STRIDE,
+                            errp)) {
+        return false;
+    }
+    pcie_sriov_pf_init_vf_bar(d, IXGBE_VF_MMIO_BAR,
+                              PCI_BASE_ADDRESS_MEM_TYPE_64 |
+                              PCI_BASE_ADDRESS_MEM_PREFETCH,
+                              IXGBE_VF_MMIO_SIZE);
+    pcie_sriov_pf_init_vf_bar(d, IXGBE_VF_MSIX_BAR,
+                              PCI_BASE_ADDRESS_MEM_TYPE_64 |
+                              PCI_BASE_ADDRESS_MEM_PREFETCH,
+                              IXGBE_VF_MSIX_SIZE);
+    return true;
+}
+
 static void ixgbe_pci_realize(PCIDevice *d, Error **errp)
 {
     IxgbeState *s = IXGBE(d);
@@ -268,6 +350,14 @@ static void ixgbe_pci_realize(PCIDevice *d, Error **errp)
     qemu_format_nic_info_str(qemu_get_queue(s->nic), s->conf.macaddr.a);
 
     ixgbe_core_realize(&s->core, d, s->nic, s->conf.macaddr.a);
+
+    ret = ixgbe_sriov_wanted(s, errp);
+    if (ret < 0 || (ret > 0 && !ixgbe_sriov_init(d, errp))) {
+        ixgbe_core_unrealize(&s->core);
+        qemu_del_nic(s->nic);
+        pcie_aer_exit(d);
+        goto err_msi;
+    }
     return;
 
 err_msi:
@@ -281,6 +371,7 @@ static void ixgbe_pci_uninit(PCIDevice *d)
 {
     IxgbeState *s = IXGBE(d);
 
+    pcie_sriov_pf_exit(d);
     ixgbe_core_unrealize(&s->core);
     pcie_aer_exit(d);
     pcie_cap_exit(d);
@@ -375,6 +466,63 @@ static const VMStateDescription ixgbe_vmstate_vector = {
     }
 };
 
+/*
+ * VF state that has no PF register, sent while the PF can have VFs.  The
+ * VFs' own PCI state does not migrate yet: QEMU 10.0 re-enables the VFs
+ * from the PF's config space during the load, which resets them after
+ * their own state has been loaded.  Until that is solved, a migration
+ * with VFs enabled is refused.
+ */
+static bool ixgbe_sriov_state_needed(void *opaque)
+{
+    IxgbeState *s = opaque;
+
+    return PCI_DEVICE(s)->exp.sriov_cap != 0;
+}
+
+static int ixgbe_sriov_pre_save(void *opaque)
+{
+    IxgbeState *s = opaque;
+
+    if (pcie_sriov_num_vfs(PCI_DEVICE(s))) {
+        error_report("ixgbe: migration with SR-IOV VFs enabled is not "
+                     "supported yet; disable the VFs first");
+        return -ENOTSUP;
+    }
+    return 0;
+}
+
+static const VMStateDescription ixgbe_vmstate_vf = {
+    .name = "ixgbe-vf",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(mailbox, IxgbeVf),
+        VMSTATE_UINT32(eicr, IxgbeVf),
+        VMSTATE_UINT32(eims, IxgbeVf),
+        VMSTATE_UINT32(eiac, IxgbeVf),
+        VMSTATE_UINT32(eiam, IxgbeVf),
+        VMSTATE_UINT32_ARRAY(eitr, IxgbeVf, IXGBE_VF_MSIX_VECTORS),
+        VMSTATE_UINT32_ARRAY(ivar, IxgbeVf, IXGBE_VF_IVARS),
+        VMSTATE_UINT32(ivar_misc, IxgbeVf),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription ixgbe_vmstate_sriov = {
+    .name = "ixgbe/sriov",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = ixgbe_sriov_state_needed,
+    .pre_save = ixgbe_sriov_pre_save,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(core.pf_rst_pending, IxgbeState),
+        VMSTATE_STRUCT_ARRAY(core.vf, IxgbeState, IXGBE_MAX_VFS, 1,
+                             ixgbe_vmstate_vf, IxgbeVf),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
 /* The IEEE 1588 clock: sent once the guest has started it or set it */
 static bool ixgbe_ptp_needed(void *opaque)
 {
@@ -463,12 +611,14 @@ static const VMStateDescription ixgbe_vmstate = {
         &ixgbe_vmstate_ptp,
         &ixgbe_vmstate_sfp_cage,
         &ixgbe_vmstate_fdir,
+        &ixgbe_vmstate_sriov,
         NULL
     }
 };
 
 static const Property ixgbe_properties[] = {
     DEFINE_NIC_PROPERTIES(IxgbeState, conf),
+    DEFINE_PROP_ON_OFF_AUTO("sriov", IxgbeState, sriov, ON_OFF_AUTO_AUTO),
 };
 
 static char *ixgbe_get_sfp(Object *obj, Error **errp)

@@ -26,6 +26,7 @@
 #include "ixgbe_ptp.h"
 #include "ixgbe_sfp.h"
 #include "ixgbe_fdir.h"
+#include "ixgbe_sriov.h"
 #include "trace.h"
 
 typedef uint32_t (*IxgbeReadFn)(IxgbeCore *core, hwaddr addr);
@@ -235,6 +236,10 @@ void ixgbe_raise_queue_cause(IxgbeCore *core, bool is_tx, unsigned queue)
 {
     uint32_t ent = ixgbe_ivar_entry(core, queue, is_tx);
 
+    /* A queue of a VF's pool interrupts the VF */
+    if (ixgbe_sriov_queue_cause(core, is_tx, queue)) {
+        return;
+    }
     if (!(ent & IXGBE_IVAR_VALID)) {
         return;
     }
@@ -600,7 +605,8 @@ static const IxgbeRegDesc ixgbe_reg_table[] = {
     REG("CTRL", IXGBE_CTRL, 1, 4, 0, ALL, IXGBE_RF_RAW, NULL,
         ixgbe_write_ctrl),
     REG("STATUS", IXGBE_STATUS, 1, 4, 0, 0, 0, ixgbe_read_status, NULL),
-    PLAIN("CTRL_EXT", IXGBE_CTRL_EXT, 1, 4, 0, ALL),
+    REG("CTRL_EXT", IXGBE_CTRL_EXT, 1, 4, 0, ALL, 0, NULL,
+        ixgbe_sriov_write_ctrl_ext),
     REG("ESDP", IXGBE_ESDP, 1, 4, 0, ALL, 0, ixgbe_sfp_read_esdp,
         ixgbe_sfp_write_esdp),
     REG("I2CCTL", IXGBE_I2CCTL, 1, 4, 0, 0, IXGBE_RF_RAW,
@@ -789,6 +795,50 @@ static const IxgbeRegDesc ixgbe_reg_table[] = {
     PLAIN("TIMADJL", IXGBE_TIMADJL, 1, 4, 0, ALL),
     REG("TIMADJH", IXGBE_TIMADJH, 1, 4, 0, ALL, 0, NULL,
         ixgbe_ptp_write_timadjh),
+
+    /* Virtualization: pools, mailbox, VF resets (ixgbe_sriov.c) */
+    PLAIN("GCR_EXT", IXGBE_GCR_EXT, 1, 4, 0, ALL),
+    PLAIN("VT_CTL", IXGBE_VT_CTL, 1, 4, 0, ALL),
+    PLAIN("VFRE", IXGBE_VFRE0, 2, 4, 0, ALL),
+    PLAIN("VFTE", IXGBE_VFTE0, 2, 4, 0, ALL),
+    PLAIN("QDE", IXGBE_QDE, 1, 4, 0, ALL),
+    PLAIN("VMVIR", IXGBE_VMVIR0, 64, 4, 0, ALL),
+    PLAIN("PFVFSPOOF", IXGBE_PFVFSPOOF0, 8, 4, 0, ALL),
+    PLAIN("PFDTXGSWC", IXGBE_PFDTXGSWC, 1, 4, 0, ALL),
+    PLAIN("VMECM", IXGBE_VMECM0, 2, 4, 0, ALL),
+    PLAIN("PFVML2FLT", IXGBE_PFVML2FLT0, 64, 4, 0, ALL),
+    PLAIN("PFVLVF", IXGBE_PFVLVF0, 64, 4, 0, ALL),
+    PLAIN("PFVLVFB", IXGBE_PFVLVFB0, 128, 4, 0, ALL),
+    REG("VFLRE", IXGBE_VFLRE0, 1, 4, 0, 0, IXGBE_RF_HW,
+        ixgbe_sriov_read_vflre, NULL),
+    REG("VFLRE", IXGBE_VFLRE1, 1, 4, 0, 0, IXGBE_RF_HW,
+        ixgbe_sriov_read_vflre, NULL),
+    REG("VFLREC", IXGBE_VFLREC0, 2, 4, 0, 0, IXGBE_RF_RAW | IXGBE_RF_HW,
+        NULL, ixgbe_sriov_write_w1c),
+    REG("PFMBICR", IXGBE_PFMBICR0, 4, 4, 0, 0, IXGBE_RF_RAW | IXGBE_RF_HW,
+        NULL, ixgbe_sriov_write_w1c),
+    /* Mailbox interrupts are enabled per VF; Linux relies on the default */
+    PLAIN("PFMBIMR", IXGBE_PFMBIMR0, 2, 4, ALL, ALL),
+    REG("PFMAILBOX", IXGBE_PFMAILBOX0, IXGBE_MAX_VFS, 4, 0, 0,
+        IXGBE_RF_RAW | IXGBE_RF_HW, ixgbe_sriov_read_pfmailbox,
+        ixgbe_sriov_write_pfmailbox),
+    PLAIN("PFMBMEM", IXGBE_PFMBMEM0, IXGBE_MAX_VFS * IXGBE_MBX_WORDS, 4, 0,
+          ALL),
+    /* Per pool counters the VFs read; they never clear */
+    REG("PVFGPRC", IXGBE_PVFGPRC0, IXGBE_MAX_VFS, 0x40, 0, 0, IXGBE_RF_HW,
+        NULL, NULL),
+    REG("PVFGORC_LSB", IXGBE_PVFGORC_LSB0, IXGBE_MAX_VFS, 0x40, 0, 0,
+        IXGBE_RF_HW, NULL, NULL),
+    REG("PVFGORC_MSB", IXGBE_PVFGORC_MSB0, IXGBE_MAX_VFS, 0x40, 0, 0,
+        IXGBE_RF_HW, NULL, NULL),
+    REG("PVFMPRC", IXGBE_PVFMPRC0, IXGBE_MAX_VFS, 0x40, 0, 0, IXGBE_RF_HW,
+        NULL, NULL),
+    REG("PVFGPTC", IXGBE_PVFGPTC0, IXGBE_MAX_VFS, 4, 0, 0, IXGBE_RF_HW,
+        NULL, NULL),
+    REG("PVFGOTC_LSB", IXGBE_PVFGOTC_LSB0, IXGBE_MAX_VFS, 8, 0, 0,
+        IXGBE_RF_HW, NULL, NULL),
+    REG("PVFGOTC_MSB", IXGBE_PVFGOTC_LSB0 + 4, IXGBE_MAX_VFS, 8, 0, 0,
+        IXGBE_RF_HW, NULL, NULL),
 
     /* Statistics */
     STAT("PXON2OFFCNT", 0x03240, 8, 4),
@@ -1023,6 +1073,7 @@ static void ixgbe_reset_state(IxgbeCore *core)
     ixgbe_datapath_reset(core);
     ixgbe_ptp_reset(core);
     ixgbe_fdir_reset(core);
+    ixgbe_sriov_reset(core);
 }
 
 /* CTRL.RST / CTRL.LNK_RST: everything but PCI state returns to defaults */
@@ -1118,7 +1169,8 @@ int ixgbe_core_post_load(IxgbeCore *core)
 {
     if (!ixgbe_regs_valid(core) || !ixgbe_datapath_post_load(core) ||
         ixgbe_sfp_post_load(core) < 0 ||
-        !ixgbe_fdir_post_load(core)) {
+        !ixgbe_fdir_post_load(core) ||
+        !ixgbe_sriov_post_load(core)) {
         return -EINVAL;
     }
     for (unsigned v = 0; v < IXGBE_MSIX_VECTORS; v++) {

@@ -61,6 +61,21 @@ typedef struct IxgbePtp {
     uint32_t systimh_latch;     /* SYSTIMH as latched by a SYSTIML read */
 } IxgbePtp;
 
+/*
+ * One virtual function's state that has no PF register (ixgbe_sriov.c).
+ * Its queues, mailbox memory and counters live in the PF's register file.
+ */
+typedef struct IxgbeVf {
+    uint32_t mailbox;           /* VFMAILBOX: VFU, PFSTS, PFACK, RSTI, RSTD */
+    uint32_t eicr;              /* VTEICR: causes, one per MSI-X vector */
+    uint32_t eims;              /* VTEIMS */
+    uint32_t eiac;              /* VTEIAC */
+    uint32_t eiam;              /* VTEIAM */
+    uint32_t eitr[IXGBE_VF_MSIX_VECTORS];
+    uint32_t ivar[IXGBE_VF_IVARS];
+    uint32_t ivar_misc;         /* VTIVAR_MISC: the mailbox cause */
+} IxgbeVf;
+
 struct IxgbeCore {
     uint32_t mac[IXGBE_NUM_REGS];
     uint16_t eeprom[IXGBE_EEPROM_WORDS];
@@ -81,6 +96,9 @@ struct IxgbeCore {
     IxgbePtp ptp;
     IxgbeSfp sfp;               /* media, SFP+ module, I2C (ixgbe_sfp.c) */
     IxgbeFdir *fdir;            /* Flow Director filter table */
+
+    IxgbeVf vf[IXGBE_MAX_VFS];
+    bool pf_rst_pending;        /* VFMAILBOX.RSTI: PF reset, no PFRSTD yet */
 
     IxgbeTxQueue txq[IXGBE_NUM_QUEUES];
     struct NetTxPkt *tx_pkt;    /* the packet being sent (any queue) */

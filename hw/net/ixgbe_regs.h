@@ -15,6 +15,8 @@
 #define IXGBE_DEV_ID_82599_SFP      0x10FB  /* SFP+ cage (X520) */
 #define IXGBE_DEV_ID_82599_COMBO_BACKPLANE 0x10F8  /* KX4/KX/KR backplane */
 #define IXGBE_SUBSYS_ID             0x0001
+/* Its virtual functions */
+#define IXGBE_DEV_ID_82599_VF       0x10ED
 
 #define IXGBE_MMIO_SIZE             (128 * KiB)
 #define IXGBE_IO_SIZE               32
@@ -50,6 +52,8 @@
 #define IXGBE_CTRL_GIO_DIS          (1u << 2)
 #define IXGBE_CTRL_LNK_RST          (1u << 3)
 #define IXGBE_CTRL_RST              (1u << 26)
+
+#define IXGBE_CTRL_EXT_PFRSTD       (1u << 14)
 
 #define IXGBE_STATUS_LINK_UP        (1u << 7)
 #define IXGBE_STATUS_GIO            (1u << 19)
@@ -95,6 +99,8 @@
 
 #define IXGBE_IVAR_VECTOR_MASK      0x3F
 #define IXGBE_IVAR_VALID            0x80
+
+#define IXGBE_EICR_MAILBOX          (1u << 19)
 
 /* EEPROM, flash, semaphores, firmware */
 #define IXGBE_EEC           0x10010
@@ -382,6 +388,102 @@
 #define IXGBE_QPRDC0        0x01430     /* 16, 0x40 apart */
 #define IXGBE_QPTC0         0x06030     /* 16, 0x40 apart */
 #define IXGBE_QBTC0         0x08700     /* 16 64-bit, 8 apart */
+
+/*
+ * Virtualization (SR-IOV): pools, the PF<->VF mailbox, VF reset events and
+ * the per-pool counters the VFs read.
+ */
+#define IXGBE_MAX_VFS               64
+#define IXGBE_VF_OFFSET             0x80    /* routing ID of VF 0 - PF's */
+#define IXGBE_VF_STRIDE             2
+#define IXGBE_VF_MMIO_SIZE          (16 * KiB)
+#define IXGBE_VF_MSIX_SIZE          (16 * KiB)
+#define IXGBE_VF_MSIX_PBA_OFFSET    0x2000
+#define IXGBE_VF_MSIX_VECTORS       3
+#define IXGBE_VF_IVARS              4       /* 8 queues at most per pool */
+#define IXGBE_MBX_WORDS             16
+
+#define IXGBE_VFLRE0        0x00600     /* VFs 0..31 */
+#define IXGBE_VFLRE1        0x001C0     /* VFs 32..63 */
+#define IXGBE_PFMBICR0      0x00710     /* 4 registers, 16 VFs each */
+#define IXGBE_VFLREC0       0x00700     /* 2 registers */
+#define IXGBE_PFMBIMR0      0x00720     /* 2 registers */
+#define IXGBE_PFMAILBOX0    0x04B00     /* 64 registers */
+#define IXGBE_PFMBMEM0      0x13000     /* 16 words per VF */
+#define IXGBE_VT_CTL        0x051B0
+#define IXGBE_VFRE0         0x051E0     /* 2 registers */
+#define IXGBE_VFTE0         0x08110     /* 2 registers */
+#define IXGBE_QDE           0x02F04
+#define IXGBE_PFVFSPOOF0    0x08200     /* 8 registers */
+#define IXGBE_PFDTXGSWC     0x08220
+#define IXGBE_VMVIR0        0x08000     /* 64 registers */
+#define IXGBE_VMECM0        0x08790     /* 2 registers */
+#define IXGBE_PFVML2FLT0    0x0F000     /* 64 registers (VMOLR) */
+#define IXGBE_PFVLVF0       0x0F100     /* 64 registers */
+#define IXGBE_PFVLVFB0      0x0F200     /* 128 registers */
+#define IXGBE_PVFGPRC0      0x0101C     /* 64, 0x40 apart, in RX queue blocks */
+#define IXGBE_PVFGORC_LSB0  0x01020
+#define IXGBE_PVFGORC_MSB0  0x0D020
+#define IXGBE_PVFMPRC0      0x0D01C
+#define IXGBE_PVFGPTC0      0x08300     /* 64, 4 apart */
+#define IXGBE_PVFGOTC_LSB0  0x08400     /* 64 pairs, 8 apart */
+
+#define IXGBE_GCR_EXT_VT_MODE_MASK  3u
+#define IXGBE_GCR_EXT_VT_MODE_16    1u
+#define IXGBE_GCR_EXT_VT_MODE_32    2u
+#define IXGBE_GCR_EXT_VT_MODE_64    3u
+
+#define IXGBE_PFMAILBOX_STS         (1u << 0)
+#define IXGBE_PFMAILBOX_ACK         (1u << 1)
+#define IXGBE_PFMAILBOX_VFU         (1u << 2)
+#define IXGBE_PFMAILBOX_PFU         (1u << 3)
+#define IXGBE_PFMAILBOX_RVFU        (1u << 4)
+#define IXGBE_PFMBICR_VFREQ(vf)     (1u << ((vf) % 16))
+#define IXGBE_PFMBICR_VFACK(vf)     (1u << (16 + (vf) % 16))
+
+/* The VF's own register file (offsets into its BAR 0) */
+#define IXGBE_VFCTRL        0x00000
+#define IXGBE_VFSTATUS      0x00008
+#define IXGBE_VFLINKS       0x00010
+#define IXGBE_VFFRTIMER     0x00048
+#define IXGBE_VTEICR        0x00100
+#define IXGBE_VTEICS        0x00104
+#define IXGBE_VTEIMS        0x00108
+#define IXGBE_VTEIMC        0x0010C
+#define IXGBE_VTEIAC        0x00110
+#define IXGBE_VTEIAM        0x00114
+#define IXGBE_VTIVAR0       0x00120     /* IXGBE_VF_IVARS registers */
+#define IXGBE_VTIVAR_MISC   0x00140
+#define IXGBE_VTRSCINT0     0x00180
+#define IXGBE_VFMBMEM       0x00200
+#define IXGBE_VFMAILBOX     0x002FC
+#define IXGBE_VFPSRTYPE     0x00300
+#define IXGBE_VTEITR0       0x00820     /* 3 registers */
+#define IXGBE_VFRXQ_BASE    0x01000     /* RX queue n at + 0x40 * n */
+#define IXGBE_VFTXQ_BASE    0x02000     /* TX queue n at + 0x40 * n */
+#define IXGBE_VFGPRC        0x0101C
+#define IXGBE_VFGORC_LSB    0x01020
+#define IXGBE_VFGORC_MSB    0x01024
+#define IXGBE_VFMPRC        0x01034
+#define IXGBE_VFGPTC        0x0201C
+#define IXGBE_VFGOTC_LSB    0x02020
+#define IXGBE_VFGOTC_MSB    0x02024
+#define IXGBE_VFRXMEMWRAP   0x03190
+
+#define IXGBE_VFCTRL_RST            (1u << 26)
+#define IXGBE_VTEICR_MASK           0x7u    /* one cause per MSI-X vector */
+
+#define IXGBE_VFMAILBOX_REQ         (1u << 0)
+#define IXGBE_VFMAILBOX_ACK         (1u << 1)
+#define IXGBE_VFMAILBOX_VFU         (1u << 2)
+#define IXGBE_VFMAILBOX_PFU         (1u << 3)
+#define IXGBE_VFMAILBOX_PFSTS       (1u << 4)
+#define IXGBE_VFMAILBOX_PFACK       (1u << 5)
+#define IXGBE_VFMAILBOX_RSTI        (1u << 6)
+#define IXGBE_VFMAILBOX_RSTD        (1u << 7)
+#define IXGBE_VFMAILBOX_R2C_BITS    (IXGBE_VFMAILBOX_PFSTS | \
+                                     IXGBE_VFMAILBOX_PFACK | \
+                                     IXGBE_VFMAILBOX_RSTD)
 
 /* Advanced transmit descriptor */
 #define IXGBE_TXD_DTALEN_MASK       0xFFFFu

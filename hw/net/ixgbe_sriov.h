@@ -1,0 +1,42 @@
+/*
+ * Intel 82599 10 GbE controller: SR-IOV virtualization (ixgbe_sriov.c):
+ * the PF<->VF mailbox, VF reset events, the VF register file and its
+ * interrupts.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef HW_NET_IXGBE_SRIOV_H
+#define HW_NET_IXGBE_SRIOV_H
+
+#include "ixgbe_core.h"
+
+#define TYPE_IXGBEVF "ixgbevf"
+
+/* The PF's core, for its virtual functions (ixgbe.c) */
+IxgbeCore *ixgbe_pf_core(PCIDevice *pf);
+
+/* PF side */
+void ixgbe_sriov_reset(IxgbeCore *core);
+unsigned ixgbe_sriov_num_vfs(IxgbeCore *core);
+unsigned ixgbe_sriov_queues_per_pool(IxgbeCore *core);
+bool ixgbe_sriov_queue_cause(IxgbeCore *core, bool is_tx, unsigned queue);
+bool ixgbe_sriov_post_load(IxgbeCore *core);
+
+/* Register handlers (the register table in ixgbe_core.c) */
+uint32_t ixgbe_sriov_read_pfmailbox(IxgbeCore *core, hwaddr addr);
+void ixgbe_sriov_write_pfmailbox(IxgbeCore *core, hwaddr addr, uint32_t val,
+                                 uint32_t old);
+void ixgbe_sriov_write_w1c(IxgbeCore *core, hwaddr addr, uint32_t val,
+                           uint32_t old);
+uint32_t ixgbe_sriov_read_vflre(IxgbeCore *core, hwaddr addr);
+void ixgbe_sriov_write_ctrl_ext(IxgbeCore *core, hwaddr addr, uint32_t val,
+                                uint32_t old);
+
+/* VF side (ixgbevf.c): BAR 0 accesses, resets */
+uint32_t ixgbe_vf_read(IxgbeCore *core, unsigned vfn, hwaddr addr);
+void ixgbe_vf_write(IxgbeCore *core, unsigned vfn, hwaddr addr, uint32_t val);
+void ixgbe_vf_reset(IxgbeCore *core, unsigned vfn);
+void ixgbe_vf_flr(IxgbeCore *core, unsigned vfn);
+
+#endif
