@@ -1,0 +1,471 @@
+/*
+ * QTest cases for the Intel 82599 (ixgbe) SR-IOV virtual functions: the
+ * SR-IOV and ARI capabilities, VF enable, the VFs' config space and BARs,
+ * the PF<->VF mailbox with its interrupts on both sides, VF function
+ * level reset, PF reset, and VF queue registers as the PF sees them.
+ *
+ * The PF sits behind a root port (function 0 of its bus), where its 64
+ * VFs fit. The capabilities live in extended config space, so the test
+ * turns on the q35 MCH's ECAM window and reaches config space through it.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/bitops.h"
+#include "qemu/bswap.h"
+#include "qemu/units.h"
+#include "libqtest.h"
+#include "hw/pci/pci_ids.h"
+#include "hw/pci/pci_regs.h"
+#include "ixgbe_regs.h"
+#include "ixgbe-util.h"
+
+#define ECAM_BASE           0xb0000000ull
+#define MCH_PCIEXBAR        0x60
+#define MCH_PCIEXBAR_EN     1u
+
+#define SRIOV_CAP           0x160
+#define ARI_CAP             0x150
+#define VF_BAR0_BASE        0xe0800000u     /* 64 VFs x 16 KiB */
+#define VF_BAR3_BASE        0xe0900000u
+#define VF_MSIX_CAP         0x70
+#define VF_PCIE_CAP         0xa0
+
+typedef struct SriovTest {
+    IxgbeTest t;
+    QPCIDevice *mch;
+    int pf;                 /* the PF's bus << 8 | devfn */
+} SriovTest;
+
+static uint64_t ecam(SriovTest *s, int devfn, unsigned off)
+{
+    return ECAM_BASE + ((uint64_t)devfn << 12) + off;
+}
+
+static uint32_t cfg_readl(SriovTest *s, int devfn, unsigned off)
+{
+    return qtest_readl(s->t.qts, ecam(s, devfn, off));
+}
+
+static uint16_t cfg_readw(SriovTest *s, int devfn, unsigned off)
+{
+    return qtest_readw(s->t.qts, ecam(s, devfn, off));
+}
+
+static void cfg_writel(SriovTest *s, int devfn, unsigned off, uint32_t v)
+{
+    qtest_writel(s->t.qts, ecam(s, devfn, off), v);
+}
+
+static void cfg_writew(SriovTest *s, int devfn, unsigned off, uint16_t v)
+{
+    qtest_writew(s->t.qts, ecam(s, devfn, off), v);
+}
+
+static int vf_devfn(SriovTest *s, unsigned n)
+{
+    return s->pf + 0x80 + 2 * n;
+}
+
+static uint32_t vf_rd(SriovTest *s, unsigned n, uint32_t reg)
+{
+    return qtest_readl(s->t.qts, VF_BAR0_BASE + n * 16 * KiB + reg);
+}
+
+static void vf_wr(SriovTest *s, unsigned n, uint32_t reg, uint32_t val)
+{
+    qtest_writel(s->t.qts, VF_BAR0_BASE + n * 16 * KiB + reg, val);
+}
+
+/* The VF's MSI-X pending bits (all vectors stay masked) */
+static uint32_t vf_pba(SriovTest *s, unsigned n)
+{
+    return qtest_readl(s->t.qts, VF_BAR3_BASE + n * 16 * KiB +
+                       IXGBE_VF_MSIX_PBA_OFFSET);
+}
+
+static void sriov_boot(SriovTest *s, const char *extra)
+{
+    ixgbe_test_boot(&s->t, true, extra);
+    s->pf = s->t.dev->devfn;
+    s->mch = qpci_device_find(s->t.qs->pcibus, 0);
+    g_assert(s->mch);
+    qpci_config_writel(s->mch, MCH_PCIEXBAR + 4, 0);
+    qpci_config_writel(s->mch, MCH_PCIEXBAR, ECAM_BASE | MCH_PCIEXBAR_EN);
+    g_assert_cmphex(cfg_readw(s, s->pf, PCI_VENDOR_ID), ==,
+                    PCI_VENDOR_ID_INTEL);
+}
+
+static void sriov_stop(SriovTest *s)
+{
+    g_free(s->mch);
+    ixgbe_test_stop(&s->t);
+}
+
+/* Enable num VFs with their BARs, memory decoding and MSI-X */
+static void sriov_enable(SriovTest *s, unsigned num)
+{
+    cfg_writel(s, s->pf, SRIOV_CAP + PCI_SRIOV_BAR, VF_BAR0_BASE);
+    cfg_writel(s, s->pf, SRIOV_CAP + PCI_SRIOV_BAR + 4, 0);
+    cfg_writel(s, s->pf, SRIOV_CAP + PCI_SRIOV_BAR + 12, VF_BAR3_BASE);
+    cfg_writel(s, s->pf, SRIOV_CAP + PCI_SRIOV_BAR + 16, 0);
+    cfg_writew(s, s->pf, SRIOV_CAP + PCI_SRIOV_NUM_VF, num);
+    cfg_writew(s, s->pf, SRIOV_CAP + PCI_SRIOV_CTRL,
+               PCI_SRIOV_CTRL_VFE | PCI_SRIOV_CTRL_MSE);
+    for (unsigned n = 0; n < num; n++) {
+        int vf = vf_devfn(s, n);
+
+        cfg_writew(s, vf, PCI_COMMAND,
+                   PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+        cfg_writew(s, vf, VF_MSIX_CAP + PCI_MSIX_FLAGS,
+                   PCI_MSIX_FLAGS_ENABLE);
+    }
+}
+
+/* The PF in virtualization mode with pools of qpp queues, reset done */
+static void pf_vt_mode(SriovTest *s, uint32_t mode)
+{
+    wr(&s->t, IXGBE_GCR_EXT, mode);
+    wr(&s->t, IXGBE_CTRL_EXT, rd(&s->t, IXGBE_CTRL_EXT) |
+       IXGBE_CTRL_EXT_PFRSTD);
+}
+
+static void test_sriov_capability(void)
+{
+    SriovTest s;
+    uint32_t hdr;
+    int vf;
+
+    sriov_boot(&s, "");
+    hdr = cfg_readl(&s, s.pf, ARI_CAP);
+    g_assert_cmphex(PCI_EXT_CAP_ID(hdr), ==, PCI_EXT_CAP_ID_ARI);
+    g_assert_cmphex(PCI_EXT_CAP_NEXT(hdr), ==, SRIOV_CAP);
+    hdr = cfg_readl(&s, s.pf, SRIOV_CAP);
+    g_assert_cmphex(PCI_EXT_CAP_ID(hdr), ==, PCI_EXT_CAP_ID_SRIOV);
+    g_assert_cmpuint(cfg_readw(&s, s.pf, SRIOV_CAP + PCI_SRIOV_TOTAL_VF),
+                     ==, 64);
+    g_assert_cmpuint(cfg_readw(&s, s.pf, SRIOV_CAP + PCI_SRIOV_INITIAL_VF),
+                     ==, 64);
+    g_assert_cmphex(cfg_readw(&s, s.pf, SRIOV_CAP + PCI_SRIOV_VF_OFFSET),
+                    ==, 0x80);
+    g_assert_cmphex(cfg_readw(&s, s.pf, SRIOV_CAP + PCI_SRIOV_VF_STRIDE),
+                    ==, 2);
+    g_assert_cmphex(cfg_readw(&s, s.pf, SRIOV_CAP + PCI_SRIOV_VF_DID),
+                    ==, IXGBE_DEV_ID_82599_VF);
+    /* VF BAR 0 and BAR 3: 64-bit prefetchable, 16 KiB */
+    g_assert_cmphex(cfg_readl(&s, s.pf, SRIOV_CAP + PCI_SRIOV_BAR), ==,
+                    PCI_BASE_ADDRESS_MEM_TYPE_64 |
+                    PCI_BASE_ADDRESS_MEM_PREFETCH);
+    cfg_writel(&s, s.pf, SRIOV_CAP + PCI_SRIOV_BAR, 0xffffffff);
+    g_assert_cmphex(cfg_readl(&s, s.pf, SRIOV_CAP + PCI_SRIOV_BAR) &
+                    PCI_BASE_ADDRESS_MEM_MASK, ==, (uint32_t)~(16 * KiB - 1));
+    cfg_writel(&s, s.pf, SRIOV_CAP + PCI_SRIOV_BAR + 12, 0xffffffff);
+    g_assert_cmphex(cfg_readl(&s, s.pf, SRIOV_CAP + PCI_SRIOV_BAR + 12) &
+                    PCI_BASE_ADDRESS_MEM_MASK, ==, (uint32_t)~(16 * KiB - 1));
+
+    /* No VF answers before VF Enable */
+    vf = vf_devfn(&s, 0);
+    g_assert_cmphex(cfg_readl(&s, vf, PCI_VENDOR_ID), ==, 0xffffffff);
+
+    sriov_enable(&s, 2);
+    for (unsigned n = 0; n < 2; n++) {
+        vf = vf_devfn(&s, n);
+        /* A VF's vendor and device ID read as all ones (SR-IOV 3.4.1) */
+        g_assert_cmphex(cfg_readl(&s, vf, PCI_VENDOR_ID), ==, 0xffffffff);
+        g_assert_cmphex(cfg_readl(&s, vf, PCI_CLASS_REVISION) >> 16, ==,
+                        PCI_CLASS_NETWORK_ETHERNET);
+        g_assert_cmphex(qtest_readb(s.t.qts, ecam(&s, vf, VF_MSIX_CAP)), ==,
+                        PCI_CAP_ID_MSIX);
+        g_assert_cmpuint((cfg_readw(&s, vf, VF_MSIX_CAP + PCI_MSIX_FLAGS) &
+                          PCI_MSIX_FLAGS_QSIZE) + 1, ==,
+                         IXGBE_VF_MSIX_VECTORS);
+        g_assert_cmphex(PCI_EXT_CAP_ID(cfg_readl(&s, vf, ARI_CAP)), ==,
+                        PCI_EXT_CAP_ID_ARI);
+        /* BAR 0 decodes the VF's registers: the link is up */
+        g_assert_cmphex(vf_rd(&s, n, IXGBE_VFLINKS) & IXGBE_LINKS_UP, ==,
+                        IXGBE_LINKS_UP);
+    }
+    /* The third VF is not enabled */
+    g_assert_cmphex(cfg_readl(&s, vf_devfn(&s, 2), PCI_VENDOR_ID), ==,
+                    0xffffffff);
+    g_assert_cmphex(cfg_readw(&s, vf_devfn(&s, 2), PCI_CLASS_DEVICE), ==,
+                    0xffff);
+
+    /* VF Enable off: the VFs are gone */
+    cfg_writew(&s, s.pf, SRIOV_CAP + PCI_SRIOV_CTRL, 0);
+    g_assert_cmphex(cfg_readw(&s, vf_devfn(&s, 0), PCI_CLASS_DEVICE), ==,
+                    0xffff);
+    sriov_stop(&s);
+}
+
+static void test_sriov_off(void)
+{
+    SriovTest s;
+
+    sriov_boot(&s, "-global ixgbe.sriov=off");
+    g_assert_cmphex(PCI_EXT_CAP_ID(cfg_readl(&s, s.pf, SRIOV_CAP)), !=,
+                    PCI_EXT_CAP_ID_SRIOV);
+    g_assert_cmphex(PCI_EXT_CAP_ID(cfg_readl(&s, s.pf, ARI_CAP)), !=,
+                    PCI_EXT_CAP_ID_ARI);
+    sriov_stop(&s);
+}
+
+/* The PF sends VF 1 a message; VF 1 reads it and acknowledges */
+static void test_sriov_mailbox_pf_to_vf(void)
+{
+    SriovTest s;
+    const uint32_t msg[3] = { 0x01000001, 0x12345678, 0x9abcdef0 };
+    uint32_t mbx = IXGBE_PFMAILBOX0 + 4;
+
+    sriov_boot(&s, "");
+    sriov_enable(&s, 2);
+    /* Before the PF driver's reset is done, the VFs see RSTI */
+    g_assert_cmphex(vf_rd(&s, 1, IXGBE_VFMAILBOX), ==,
+                    IXGBE_VFMAILBOX_RSTI);
+    pf_vt_mode(&s, IXGBE_GCR_EXT_VT_MODE_64);
+    g_assert_cmphex(vf_rd(&s, 1, IXGBE_VFMAILBOX), ==,
+                    IXGBE_VFMAILBOX_RSTD);
+    g_assert_cmphex(vf_rd(&s, 1, IXGBE_VFMAILBOX), ==, 0);
+
+    /* VF 1 routes its mailbox cause to vector 2 and enables it */
+    vf_wr(&s, 1, IXGBE_VTIVAR_MISC, IXGBE_IVAR_VALID | 2);
+    vf_wr(&s, 1, IXGBE_VTEIMS, BIT(2));
+    g_assert_cmphex(vf_pba(&s, 1), ==, 0);
+
+    /* The PF takes the buffer, writes, and signals STS */
+    wr(&s.t, mbx, IXGBE_PFMAILBOX_PFU);
+    g_assert_cmphex(rd(&s.t, mbx), ==, IXGBE_PFMAILBOX_PFU);
+    g_assert_cmphex(vf_rd(&s, 1, IXGBE_VFMAILBOX), ==, IXGBE_VFMAILBOX_PFU);
+    /* VF 1 cannot take the buffer the PF holds */
+    vf_wr(&s, 1, IXGBE_VFMAILBOX, IXGBE_VFMAILBOX_VFU);
+    g_assert_cmphex(vf_rd(&s, 1, IXGBE_VFMAILBOX) & IXGBE_VFMAILBOX_VFU, ==,
+                    0);
+    for (unsigned i = 0; i < 3; i++) {
+        wr(&s.t, IXGBE_PFMBMEM0 + IXGBE_MBX_WORDS * 4 + i * 4, msg[i]);
+    }
+    wr(&s.t, mbx, IXGBE_PFMAILBOX_STS);
+    g_assert_cmphex(rd(&s.t, mbx), ==, 0);
+    g_assert_cmphex(vf_pba(&s, 1), ==, BIT(2));
+    /* PFSTS clears when read */
+    g_assert_cmphex(vf_rd(&s, 1, IXGBE_VFMAILBOX), ==,
+                    IXGBE_VFMAILBOX_PFSTS);
+    g_assert_cmphex(vf_rd(&s, 1, IXGBE_VFMAILBOX), ==, 0);
+    for (unsigned i = 0; i < 3; i++) {
+        g_assert_cmphex(vf_rd(&s, 1, IXGBE_VFMBMEM + i * 4), ==, msg[i]);
+    }
+    /* VF 0's mailbox memory is its own */
+    g_assert_cmphex(vf_rd(&s, 0, IXGBE_VFMBMEM), ==, 0);
+
+    /* The acknowledgement reaches the PF: PFMBICR and EICR.MAILBOX */
+    rd(&s.t, IXGBE_EICR);
+    vf_wr(&s, 1, IXGBE_VFMAILBOX, IXGBE_VFMAILBOX_ACK);
+    g_assert_cmphex(rd(&s.t, IXGBE_PFMBICR0), ==, IXGBE_PFMBICR_VFACK(1));
+    g_assert_cmphex(rd(&s.t, IXGBE_EICR) & IXGBE_EICR_MAILBOX, ==,
+                    IXGBE_EICR_MAILBOX);
+    wr(&s.t, IXGBE_PFMBICR0, IXGBE_PFMBICR_VFACK(1));
+    g_assert_cmphex(rd(&s.t, IXGBE_PFMBICR0), ==, 0);
+    sriov_stop(&s);
+}
+
+/* VF 1 sends the PF a message (the legacy protocol the Linux VF uses) */
+static void test_sriov_mailbox_vf_to_pf(void)
+{
+    SriovTest s;
+    uint32_t mbx = IXGBE_PFMAILBOX0 + 4;
+
+    sriov_boot(&s, "");
+    sriov_enable(&s, 2);
+    pf_vt_mode(&s, IXGBE_GCR_EXT_VT_MODE_64);
+    vf_rd(&s, 1, IXGBE_VFMAILBOX);
+
+    vf_wr(&s, 1, IXGBE_VFMAILBOX, IXGBE_VFMAILBOX_VFU);
+    g_assert_cmphex(vf_rd(&s, 1, IXGBE_VFMAILBOX), ==, IXGBE_VFMAILBOX_VFU);
+    g_assert_cmphex(rd(&s.t, mbx), ==, IXGBE_PFMAILBOX_VFU);
+    /* The PF cannot take the buffer the VF holds */
+    wr(&s.t, mbx, IXGBE_PFMAILBOX_PFU);
+    g_assert_cmphex(rd(&s.t, mbx), ==, IXGBE_PFMAILBOX_VFU);
+    vf_wr(&s, 1, IXGBE_VFMBMEM, 0x00000001);        /* IXGBE_VF_RESET */
+    rd(&s.t, IXGBE_EICR);
+    /* REQ alone: the request goes out and the VF lets go of the buffer */
+    vf_wr(&s, 1, IXGBE_VFMAILBOX, IXGBE_VFMAILBOX_REQ);
+    g_assert_cmphex(vf_rd(&s, 1, IXGBE_VFMAILBOX), ==, 0);
+    g_assert_cmphex(rd(&s.t, IXGBE_PFMBICR0), ==, IXGBE_PFMBICR_VFREQ(1));
+    g_assert_cmphex(rd(&s.t, IXGBE_EICR) & IXGBE_EICR_MAILBOX, ==,
+                    IXGBE_EICR_MAILBOX);
+    /* The PF reads the message under its lock and acknowledges */
+    wr(&s.t, mbx, IXGBE_PFMAILBOX_PFU);
+    g_assert_cmphex(rd(&s.t, mbx), ==, IXGBE_PFMAILBOX_PFU);
+    g_assert_cmphex(rd(&s.t, IXGBE_PFMBMEM0 + IXGBE_MBX_WORDS * 4), ==,
+                    0x00000001);
+    wr(&s.t, IXGBE_PFMBICR0, IXGBE_PFMBICR_VFREQ(1));
+    wr(&s.t, mbx, IXGBE_PFMAILBOX_ACK);
+    g_assert_cmphex(rd(&s.t, mbx), ==, 0);
+    g_assert_cmphex(vf_rd(&s, 1, IXGBE_VFMAILBOX), ==,
+                    IXGBE_VFMAILBOX_PFACK);
+
+    /* PFMBIMR masks a VF's mailbox interrupt, not its PFMBICR bits */
+    wr(&s.t, IXGBE_PFMBIMR0, ~(uint32_t)BIT(1));
+    vf_wr(&s, 1, IXGBE_VFMAILBOX, IXGBE_VFMAILBOX_REQ);
+    g_assert_cmphex(rd(&s.t, IXGBE_PFMBICR0), ==, IXGBE_PFMBICR_VFREQ(1));
+    g_assert_cmphex(rd(&s.t, IXGBE_EICR) & IXGBE_EICR_MAILBOX, ==, 0);
+
+    /* RVFU takes the buffer back from a stuck VF */
+    vf_wr(&s, 1, IXGBE_VFMAILBOX, IXGBE_VFMAILBOX_VFU);
+    g_assert_cmphex(rd(&s.t, mbx), ==, IXGBE_PFMAILBOX_VFU);
+    wr(&s.t, mbx, IXGBE_PFMAILBOX_RVFU | IXGBE_PFMAILBOX_PFU);
+    g_assert_cmphex(rd(&s.t, mbx), ==, IXGBE_PFMAILBOX_PFU);
+    sriov_stop(&s);
+}
+
+/* A VF's function level reset: VFLRE, EICR.MAILBOX, its state cleared */
+static void test_sriov_vflr(void)
+{
+    SriovTest s;
+    int vf;
+
+    sriov_boot(&s, "");
+    sriov_enable(&s, 2);
+    pf_vt_mode(&s, IXGBE_GCR_EXT_VT_MODE_64);
+    wr(&s.t, IXGBE_VFRE0, 0x3);
+    wr(&s.t, IXGBE_VFTE0, 0x3);
+    vf_wr(&s, 1, IXGBE_VTIVAR_MISC, IXGBE_IVAR_VALID | 1);
+    vf_wr(&s, 1, IXGBE_VFMAILBOX, IXGBE_VFMAILBOX_VFU);
+    rd(&s.t, IXGBE_EICR);
+
+    vf = vf_devfn(&s, 1);
+    cfg_writew(&s, vf, VF_PCIE_CAP + PCI_EXP_DEVCTL,
+               cfg_readw(&s, vf, VF_PCIE_CAP + PCI_EXP_DEVCTL) |
+               PCI_EXP_DEVCTL_BCR_FLR);
+    g_assert_cmphex(rd(&s.t, IXGBE_VFLRE0), ==, BIT(1));
+    g_assert_cmphex(rd(&s.t, IXGBE_VFLREC0), ==, BIT(1));
+    g_assert_cmphex(rd(&s.t, IXGBE_VFLRE1), ==, 0);
+    g_assert_cmphex(rd(&s.t, IXGBE_EICR) & IXGBE_EICR_MAILBOX, ==,
+                    IXGBE_EICR_MAILBOX);
+    /* The VF stops until the PF enables it again */
+    g_assert_cmphex(rd(&s.t, IXGBE_VFRE0), ==, 0x1);
+    g_assert_cmphex(rd(&s.t, IXGBE_VFTE0), ==, 0x1);
+    /* The reset cleared the VF's own state, config space included */
+    cfg_writew(&s, vf, PCI_COMMAND, PCI_COMMAND_MEMORY);
+    g_assert_cmphex(vf_rd(&s, 1, IXGBE_VTIVAR_MISC), ==, 0);
+    g_assert_cmphex(rd(&s.t, IXGBE_PFMAILBOX0 + 4), ==, 0);
+    /* VFLREC is write 1 to clear */
+    wr(&s.t, IXGBE_VFLREC0, BIT(1));
+    g_assert_cmphex(rd(&s.t, IXGBE_VFLRE0), ==, 0);
+    sriov_stop(&s);
+}
+
+/* A PF reset resets the VFs; they see RSTI until PFRSTD */
+static void test_sriov_pf_reset(void)
+{
+    SriovTest s;
+
+    sriov_boot(&s, "");
+    sriov_enable(&s, 1);
+    pf_vt_mode(&s, IXGBE_GCR_EXT_VT_MODE_64);
+    vf_rd(&s, 0, IXGBE_VFMAILBOX);
+    vf_wr(&s, 0, IXGBE_VTIVAR_MISC, IXGBE_IVAR_VALID | 1);
+    vf_wr(&s, 0, IXGBE_VTEIMS, 0x7);
+
+    wr(&s.t, IXGBE_CTRL, IXGBE_CTRL_RST);
+    g_assert_cmphex(vf_rd(&s, 0, IXGBE_VFMAILBOX), ==,
+                    IXGBE_VFMAILBOX_RSTI);
+    g_assert_cmphex(vf_rd(&s, 0, IXGBE_VTIVAR_MISC), ==, 0);
+    g_assert_cmphex(vf_rd(&s, 0, IXGBE_VTEIMS), ==, 0);
+    /* Pools are gone with GCR_EXT: VF queue registers map nowhere */
+    vf_wr(&s, 0, IXGBE_VFRXQ_BASE + IXGBE_RXQ_RDLEN, 0x1000);
+    g_assert_cmphex(vf_rd(&s, 0, IXGBE_VFRXQ_BASE + IXGBE_RXQ_RDLEN), ==, 0);
+    g_assert_cmphex(rd(&s.t, rxq(0, IXGBE_RXQ_RDLEN)), ==, 0);
+    pf_vt_mode(&s, IXGBE_GCR_EXT_VT_MODE_64);
+    g_assert_cmphex(vf_rd(&s, 0, IXGBE_VFMAILBOX), ==,
+                    IXGBE_VFMAILBOX_RSTD);
+    sriov_stop(&s);
+}
+
+/* VF queue i is PF queue n * qpp + i, qpp from GCR_EXT.VT_Mode */
+static void test_sriov_queue_registers(void)
+{
+    SriovTest s;
+    uint32_t vf_rdbal = IXGBE_VFRXQ_BASE + IXGBE_RXQ_RDBAL;
+    uint32_t vf_tdlen = IXGBE_VFTXQ_BASE + 2 * IXGBE_TXQ_STRIDE +
+                        IXGBE_TXQ_TDLEN;
+
+    sriov_boot(&s, "");
+    sriov_enable(&s, 2);
+
+    pf_vt_mode(&s, IXGBE_GCR_EXT_VT_MODE_32);
+    vf_wr(&s, 1, vf_rdbal, 0x12345680);
+    vf_wr(&s, 1, vf_tdlen, 0x800);
+    g_assert_cmphex(rd(&s.t, rxq(4, IXGBE_RXQ_RDBAL)), ==, 0x12345680);
+    g_assert_cmphex(rd(&s.t, txq(6, IXGBE_TXQ_TDLEN)), ==, 0x800);
+    g_assert_cmphex(vf_rd(&s, 1, vf_tdlen), ==, 0x800);
+    /* The PF's write masks apply */
+    vf_wr(&s, 1, vf_rdbal, 0xffffffff);
+    g_assert_cmphex(rd(&s.t, rxq(4, IXGBE_RXQ_RDBAL)), ==, 0xffffff80);
+
+    /* 64 pools of 2: VF 1's queue 0 is PF queue 2, queue 2 is none */
+    wr(&s.t, IXGBE_GCR_EXT, IXGBE_GCR_EXT_VT_MODE_64);
+    wr(&s.t, rxq(2, IXGBE_RXQ_RDLEN), 0x1000);
+    g_assert_cmphex(vf_rd(&s, 1, IXGBE_VFRXQ_BASE + IXGBE_RXQ_RDLEN), ==,
+                    0x1000);
+    vf_wr(&s, 1, vf_tdlen, 0x400);
+    g_assert_cmphex(vf_rd(&s, 1, vf_tdlen), ==, 0);
+    g_assert_cmphex(rd(&s.t, txq(6, IXGBE_TXQ_TDLEN)), ==, 0x800);
+
+    /* PSRTYPE and the mailbox memory of pool 1; counters are read-only */
+    vf_wr(&s, 1, IXGBE_VFPSRTYPE, 0x1330);
+    g_assert_cmphex(rd(&s.t, IXGBE_PSRTYPE0 + 4), ==, 0x1330);
+    vf_wr(&s, 1, IXGBE_VFGPRC, 5);
+    g_assert_cmphex(vf_rd(&s, 1, IXGBE_VFGPRC), ==, 0);
+    g_assert_cmphex(vf_rd(&s, 1, 0x3ffc), ==, 0);
+    sriov_stop(&s);
+}
+
+/* A frame sent from VF 1's queue 0 leaves, and interrupts VF 1 */
+static void test_sriov_vf_tx_irq(void)
+{
+    SriovTest s;
+    uint8_t frame[128];
+    size_t len = build_frame(frame, peer_mac, sizeof(frame), 7);
+    uint64_t ring, buf;
+
+    sriov_boot(&s, "");
+    sriov_enable(&s, 2);
+    pf_vt_mode(&s, IXGBE_GCR_EXT_VT_MODE_64);
+    /* The ring of PF queue 2 as the PF driver would see it */
+    ring = tx_ring_setup(&s.t, 2, 8, 0);
+    vf_wr(&s, 1, IXGBE_VTIVAR0, (IXGBE_IVAR_VALID | 0) << 8);
+    vf_wr(&s, 1, IXGBE_VTEIAC, BIT(0));
+    vf_wr(&s, 1, IXGBE_VTEIMS, BIT(0));
+
+    buf = guest_frame(&s.t, frame, len);
+    tx_put_data(&s.t, ring, 0, buf, len, len,
+                IXGBE_TXD_CMD_EOP | IXGBE_TXD_CMD_RS);
+    vf_wr(&s, 1, IXGBE_VFTXQ_BASE + IXGBE_TXQ_TDT, 1);
+    backend_expect(&s.t, frame, len);
+    g_assert_true(tx_dd(&s.t, ring, 0));
+    g_assert_cmphex(vf_rd(&s, 1, IXGBE_VFTXQ_BASE + IXGBE_TXQ_TDH), ==, 1);
+    /* VF 1's vector 0, auto-cleared; nothing for the PF or VF 0 */
+    g_assert_cmphex(vf_pba(&s, 1), ==, BIT(0));
+    g_assert_cmphex(vf_rd(&s, 1, IXGBE_VTEICR), ==, 0);
+    g_assert_cmphex(vf_pba(&s, 0), ==, 0);
+    g_assert_cmphex(rd(&s.t, IXGBE_EICS) & IXGBE_EICR_RTX_QUEUE, ==, 0);
+    sriov_stop(&s);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    qtest_add_func("ixgbe/sriov/capability", test_sriov_capability);
+    qtest_add_func("ixgbe/sriov/off", test_sriov_off);
+    qtest_add_func("ixgbe/sriov/mailbox-pf-to-vf",
+                   test_sriov_mailbox_pf_to_vf);
+    qtest_add_func("ixgbe/sriov/mailbox-vf-to-pf",
+                   test_sriov_mailbox_vf_to_pf);
+    qtest_add_func("ixgbe/sriov/vflr", test_sriov_vflr);
+    qtest_add_func("ixgbe/sriov/pf-reset", test_sriov_pf_reset);
+    qtest_add_func("ixgbe/sriov/queue-registers",
+                   test_sriov_queue_registers);
+    qtest_add_func("ixgbe/sriov/vf-tx-irq", test_sriov_vf_tx_irq);
+    return g_test_run();
+}
