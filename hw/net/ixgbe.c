@@ -523,6 +523,25 @@ static const VMStateDescription ixgbe_vmstate_sriov = {
     }
 };
 
+/* Per queue drop enables (QDE): sent once the guest has set one */
+static bool ixgbe_qde_needed(void *opaque)
+{
+    IxgbeState *s = opaque;
+
+    return s->core.qde[0] || s->core.qde[1];
+}
+
+static const VMStateDescription ixgbe_vmstate_qde = {
+    .name = "ixgbe/qde",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = ixgbe_qde_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64_ARRAY(core.qde, IxgbeState, 2),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
 /* The IEEE 1588 clock: sent once the guest has started it or set it */
 static bool ixgbe_ptp_needed(void *opaque)
 {
@@ -612,6 +631,7 @@ static const VMStateDescription ixgbe_vmstate = {
         &ixgbe_vmstate_sfp_cage,
         &ixgbe_vmstate_fdir,
         &ixgbe_vmstate_sriov,
+        &ixgbe_vmstate_qde,
         NULL
     }
 };

@@ -27,6 +27,7 @@
 #include "ixgbe_sfp.h"
 #include "ixgbe_fdir.h"
 #include "ixgbe_sriov.h"
+#include "ixgbe_vt.h"
 #include "trace.h"
 
 typedef uint32_t (*IxgbeReadFn)(IxgbeCore *core, hwaddr addr);
@@ -801,7 +802,7 @@ static const IxgbeRegDesc ixgbe_reg_table[] = {
     PLAIN("VT_CTL", IXGBE_VT_CTL, 1, 4, 0, ALL),
     PLAIN("VFRE", IXGBE_VFRE0, 2, 4, 0, ALL),
     PLAIN("VFTE", IXGBE_VFTE0, 2, 4, 0, ALL),
-    PLAIN("QDE", IXGBE_QDE, 1, 4, 0, ALL),
+    REG("QDE", IXGBE_QDE, 1, 4, 0, 0, IXGBE_RF_RAW, NULL, ixgbe_vt_write_qde),
     PLAIN("VMVIR", IXGBE_VMVIR0, 64, 4, 0, ALL),
     PLAIN("PFVFSPOOF", IXGBE_PFVFSPOOF0, 8, 4, 0, ALL),
     PLAIN("PFDTXGSWC", IXGBE_PFDTXGSWC, 1, 4, 0, ALL),
@@ -809,6 +810,7 @@ static const IxgbeRegDesc ixgbe_reg_table[] = {
     PLAIN("PFVML2FLT", IXGBE_PFVML2FLT0, 64, 4, 0, ALL),
     PLAIN("PFVLVF", IXGBE_PFVLVF0, 64, 4, 0, ALL),
     PLAIN("PFVLVFB", IXGBE_PFVLVFB0, 128, 4, 0, ALL),
+    PLAIN("PFUTA", IXGBE_PFUTA0, 128, 4, 0, ALL),
     REG("VFLRE", IXGBE_VFLRE0, 1, 4, 0, 0, IXGBE_RF_HW,
         ixgbe_sriov_read_vflre, NULL),
     REG("VFLRE", IXGBE_VFLRE1, 1, 4, 0, 0, IXGBE_RF_HW,

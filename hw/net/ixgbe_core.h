@@ -99,6 +99,7 @@ struct IxgbeCore {
 
     IxgbeVf vf[IXGBE_MAX_VFS];
     bool pf_rst_pending;        /* VFMAILBOX.RSTI: PF reset, no PFRSTD yet */
+    uint64_t qde[2];            /* QDE: per receive queue drop enable */
 
     IxgbeTxQueue txq[IXGBE_NUM_QUEUES];
     struct NetTxPkt *tx_pkt;    /* the packet being sent (any queue) */

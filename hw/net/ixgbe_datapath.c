@@ -31,6 +31,7 @@
 #include "ixgbe_core.h"
 #include "ixgbe_ptp.h"
 #include "ixgbe_fdir.h"
+#include "ixgbe_vt.h"
 #include "trace.h"
 #include <zlib.h>
 
@@ -204,8 +205,16 @@ static void ixgbe_tx_out(void *opaque, const struct iovec *iov, int iovcnt,
 {
     IxgbeTxOut *out = opaque;
     IxgbeCore *core = out->core;
+    IxgbeVtTx to = IXGBE_VT_TX_WIRE;
 
     trace_ixgbe_tx_frame(out->queue, iov_size(iov, iovcnt));
+    /* Pools: gating, anti-spoofing and the internal switch */
+    if (!out->loopback && ixgbe_vt_active(core)) {
+        to = ixgbe_vt_tx(core, out->queue, iov, iovcnt);
+        if (to == IXGBE_VT_TX_DROP) {
+            return;
+        }
+    }
     ixgbe_tx_stats(core, out->queue, iov, iovcnt);
     if (out->stamp) {
         /* As the frame leaves: the closest point to the peer's arrival */
@@ -214,7 +223,7 @@ static void ixgbe_tx_out(void *opaque, const struct iovec *iov, int iovcnt,
     }
     if (out->loopback) {
         ixgbe_rx_receive(core, iov, iovcnt, true);
-    } else {
+    } else if (to == IXGBE_VT_TX_WIRE) {
         qemu_sendv_packet(qemu_get_queue(core->nic), iov, iovcnt);
     }
 }
@@ -609,8 +618,7 @@ static void ixgbe_rx_rss(IxgbeCore *core, IxgbeRxInfo *info, bool ip4,
     NetRxPktRssType type;
     uint8_t key[IXGBE_RSS_KEY_SIZE];
 
-    if ((ixgbe_get(core, IXGBE_MRQC) & IXGBE_MRQC_MRQE_MASK) !=
-        IXGBE_MRQC_RSS) {
+    if (!ixgbe_vt_mrqc_rss(ixgbe_get(core, IXGBE_MRQC))) {
         return;
     }
     info->rss_type = ixgbe_rss_type(core, ip4, ip6, l4, &type);
@@ -690,7 +698,10 @@ static void ixgbe_rx_classify(IxgbeCore *core, IxgbeRxInfo *info)
     }
 
     ixgbe_rx_rss(core, info, ip4, ip6, l4);
-    ixgbe_rx_fdir(core, info);
+    /* Flow Director queues are not relative to pools: not with VT */
+    if (!ixgbe_vt_active(core)) {
+        ixgbe_rx_fdir(core, info);
+    }
 }
 
 static unsigned ixgbe_rx_buf_size(uint32_t srrctl)
@@ -771,6 +782,7 @@ typedef enum IxgbeRxResult {
     IXGBE_RX_DELIVERED,         /* in host memory, descriptors written back */
     IXGBE_RX_DROPPED,           /* gone (counted or logged as such) */
     IXGBE_RX_HELD,              /* no descriptors: the frame must wait */
+    IXGBE_RX_DISABLED,          /* the queue is not enabled */
 } IxgbeRxResult;
 
 /* Write one frame (data already linear in buf) into queue q's ring */
@@ -801,7 +813,7 @@ static IxgbeRxResult ixgbe_rx_to_ring(IxgbeCore *core, unsigned q,
         return IXGBE_RX_DROPPED;
     }
     if (ixgbe_ring_avail(&r) < need) {
-        if (srrctl & IXGBE_SRRCTL_DROP_EN) {
+        if ((srrctl & IXGBE_SRRCTL_DROP_EN) || ixgbe_vt_queue_drop(core, q)) {
             ixgbe_rx_drop(core, q);
             return IXGBE_RX_DROPPED;
         }
@@ -839,26 +851,113 @@ static IxgbeRxResult ixgbe_rx_to_ring(IxgbeCore *core, unsigned q,
     return IXGBE_RX_DELIVERED;
 }
 
-ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
-                         int iovcnt, bool loopback)
+/*
+ * Deliver a frame (linear in buf, *len bytes and room for 4 more) to queue
+ * q: VLAN stripping per queue, the CRC per port, the ring, the queue's
+ * counters and interrupt.  buf and *len are updated.
+ */
+static IxgbeRxResult ixgbe_rx_deliver(IxgbeCore *core, unsigned q,
+                                      uint8_t *buf, size_t *len,
+                                      const IxgbeRxInfo *info, bool has_vlan,
+                                      uint16_t vlan_tag)
+{
+    uint32_t rxdctl = ixgbe_get(core, ixgbe_rxq_reg(q, IXGBE_RXQ_RXDCTL));
+    IxgbeRxResult res;
+
+    if (!(rxdctl & IXGBE_RXDCTL_ENABLE)) {
+        ixgbe_rx_drop(core, q);
+        return IXGBE_RX_DISABLED;
+    }
+    /* VLAN stripping per queue: the tag moves into the descriptor */
+    if (has_vlan && (rxdctl & IXGBE_RXDCTL_VME)) {
+        memmove(buf + 12, buf + 16, *len - 16);
+        *len -= 4;
+    } else {
+        has_vlan = false;
+        vlan_tag = 0;
+    }
+    if (!(ixgbe_get(core, IXGBE_HLREG0) & IXGBE_HLREG0_RXCRCSTRP)) {
+        stl_le_p(buf + *len, crc32(0, buf, *len));
+        *len += 4;
+    }
+    res = ixgbe_rx_to_ring(core, q, buf, *len, info, vlan_tag, has_vlan);
+    if (res == IXGBE_RX_DELIVERED) {
+        trace_ixgbe_rx_frame(q, *len, info->hash);
+        ixgbe_rx_queue_stats(core, q, *len);
+        ixgbe_raise_queue_cause(core, false, q);
+    }
+    return res;
+}
+
+/*
+ * Virtualization: a copy of the frame to the chosen queue of every pool
+ * that takes it.  A frame for one pool from the wire waits for
+ * descriptors like any other; one that is replicated, or switched from a
+ * pool, is dropped where a queue has none.  Returns false to hold it.
+ */
+static bool ixgbe_rx_pools(IxgbeCore *core, const uint8_t *buf, size_t len,
+                           const IxgbeRxInfo *info, int src_pool,
+                           IxgbeVtDest *dest)
+{
+    g_autofree uint8_t *copy = g_malloc(len + 4);
+    bool has_vlan = lduw_be_p(buf + 12) ==
+                    (ixgbe_get(core, IXGBE_VLNCTRL) & 0xFFFF);
+    uint16_t vlan_tag = has_vlan ? lduw_be_p(buf + 14) : 0;
+
+    ixgbe_vt_classify(core, buf, len, src_pool, info->queue, dest);
+    for (unsigned i = 0; i < dest->n; i++) {
+        size_t n = len;
+
+        memcpy(copy, buf, len);
+        switch (ixgbe_rx_deliver(core, dest->queue[i], copy, &n, info,
+                                 has_vlan, vlan_tag)) {
+        case IXGBE_RX_HELD:
+            if (dest->n == 1 && src_pool < 0) {
+                return false;
+            }
+            ixgbe_rx_drop(core, dest->queue[i]);
+            break;
+        case IXGBE_RX_DELIVERED:
+            ixgbe_vt_rx_count(core, dest->pool[i], n,
+                              is_multicast_ether_addr(buf));
+            break;
+        default:
+            break;
+        }
+    }
+    if (src_pool < 0 && dest->n) {
+        ixgbe_rx_mac_stats(core, buf, len, len + 4);
+    }
+    return true;
+}
+
+/*
+ * One frame from the wire (src_pool < 0), from MAC loopback, or switched
+ * from a pool.  Returns the bytes taken, 0 to hold the frame; *local is
+ * set when a switched unicast frame reached a local pool.
+ */
+static ssize_t ixgbe_rx_frame(IxgbeCore *core, const struct iovec *iov,
+                              int iovcnt, bool loopback, int src_pool,
+                              bool *local)
 {
     size_t size = iov_size(iov, iovcnt);
     uint32_t hlreg0 = ixgbe_get(core, IXGBE_HLREG0);
+    bool vt = ixgbe_vt_active(core);
     size_t max_frame, len, wire;
     g_autofree uint8_t *buf = NULL;
     IxgbeRxInfo info;
     bool has_vlan;
     uint16_t vlan_tag = 0;
-    uint32_t rxdctl;
     uint64_t arrival;
-    unsigned q;
+    IxgbeRxResult res;
 
+    *local = false;
     if (!(ixgbe_get(core, IXGBE_RXCTRL) & IXGBE_RXCTRL_RXEN)) {
         return size;
     }
     /* The clock as the frame's start reaches the MAC, for a time stamp */
     arrival = ixgbe_ptp_rx_arrival(core);
-    if (!loopback && (hlreg0 & IXGBE_HLREG0_LPBK)) {
+    if (!loopback && src_pool < 0 && (hlreg0 & IXGBE_HLREG0_LPBK)) {
         /* In MAC loopback the wire side is not received */
         return size;
     }
@@ -881,7 +980,8 @@ ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
         trace_ixgbe_rx_oversize(len);
         return size;
     }
-    if (!ixgbe_rx_accept(core, buf)) {
+    /* With pools, their filters decide (ixgbe_vt_classify) */
+    if (!vt && !ixgbe_rx_accept(core, buf)) {
         return size;
     }
 
@@ -894,43 +994,47 @@ ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
         net_rx_pkt_attach_iovec(core->rx_pkt, &liov, 1, 0, false);
     }
     ixgbe_rx_classify(core, &info);
-    if (ixgbe_ptp_rx_stamp(core, buf, len, arrival)) {
+    if (src_pool < 0 && ixgbe_ptp_rx_stamp(core, buf, len, arrival)) {
         info.status |= IXGBE_RXD_STAT_TS;
     }
-    q = info.queue;
-    rxdctl = ixgbe_get(core, ixgbe_rxq_reg(q, IXGBE_RXQ_RXDCTL));
+    if (vt) {
+        IxgbeVtDest dest;
 
-    if (!(rxdctl & IXGBE_RXDCTL_ENABLE)) {
-        ixgbe_rx_drop(core, q);
+        if (!ixgbe_rx_pools(core, buf, len, &info, src_pool, &dest)) {
+            return 0;
+        }
+        *local = dest.local_unicast;
         return size;
     }
-    /* VLAN stripping per queue: the tag moves into the descriptor */
-    if (has_vlan && (rxdctl & IXGBE_RXDCTL_VME)) {
-        memmove(buf + 12, buf + 16, len - 16);
-        len -= 4;
-    } else {
-        has_vlan = false;
-        vlan_tag = 0;
-    }
-    if (!(hlreg0 & IXGBE_HLREG0_RXCRCSTRP)) {
-        stl_le_p(buf + len, crc32(0, buf, len));
-        len += 4;
-    }
-    switch (ixgbe_rx_to_ring(core, q, buf, len, &info, vlan_tag, has_vlan)) {
-    case IXGBE_RX_HELD:
+
+    res = ixgbe_rx_deliver(core, info.queue, buf, &len, &info, has_vlan,
+                           vlan_tag);
+    if (res == IXGBE_RX_HELD) {
         /* No descriptors and no DROP_EN: hold the frame (flow control) */
         return 0;
-    case IXGBE_RX_DROPPED:
+    }
+    if (res != IXGBE_RX_DISABLED) {
         ixgbe_rx_mac_stats(core, buf, len, wire);
-        break;
-    case IXGBE_RX_DELIVERED:
-        trace_ixgbe_rx_frame(q, len, info.hash);
-        ixgbe_rx_mac_stats(core, buf, len, wire);
-        ixgbe_rx_queue_stats(core, q, len);
-        ixgbe_raise_queue_cause(core, false, q);
-        break;
     }
     return size;
+}
+
+ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
+                         int iovcnt, bool loopback)
+{
+    bool local;
+
+    return ixgbe_rx_frame(core, iov, iovcnt, loopback, -1, &local);
+}
+
+/* The internal switch: true if a unicast frame stayed local */
+bool ixgbe_rx_switched(IxgbeCore *core, const struct iovec *iov, int iovcnt,
+                       unsigned src_pool)
+{
+    bool local;
+
+    ixgbe_rx_frame(core, iov, iovcnt, false, src_pool, &local);
+    return local;
 }
 
 /* ------------------------------------------------------------------ */

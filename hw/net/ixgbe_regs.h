@@ -428,6 +428,46 @@
 #define IXGBE_PVFGPTC0      0x08300     /* 64, 4 apart */
 #define IXGBE_PVFGOTC_LSB0  0x08400     /* 64 pairs, 8 apart */
 
+#define IXGBE_PFUTA0        0x0F400     /* 128 registers */
+#define IXGBE_SSVPC         0x08780
+
+#define IXGBE_VT_CTL_VT_ENA         (1u << 0)
+#define IXGBE_VT_CTL_POOL_SHIFT     7
+#define IXGBE_VT_CTL_POOL_MASK      0x3Fu
+#define IXGBE_VT_CTL_DIS_DEF_PL     (1u << 29)
+#define IXGBE_VT_CTL_REPLEN         (1u << 30)
+
+/* PFVML2FLT (VMOLR): what a pool accepts */
+#define IXGBE_VMOLR_AUPE            (1u << 24)
+#define IXGBE_VMOLR_ROMPE           (1u << 25)
+#define IXGBE_VMOLR_ROPE            (1u << 26)
+#define IXGBE_VMOLR_BAM             (1u << 27)
+#define IXGBE_VMOLR_MPE             (1u << 28)
+
+#define IXGBE_PFVLVF_VIEN           (1u << 31)
+#define IXGBE_PFVLVF_VLANID_MASK    0xFFFu
+#define IXGBE_PFDTXGSWC_VT_LBEN     (1u << 0)
+#define IXGBE_PFVFSPOOF_VLANAS_SHIFT 8
+
+/* QDE: per queue drop enable, written and read through one register */
+#define IXGBE_QDE_ENABLE            (1u << 0)
+#define IXGBE_QDE_IDX_SHIFT         8
+#define IXGBE_QDE_IDX_MASK          0x7Fu
+#define IXGBE_QDE_WRITE             (1u << 16)
+#define IXGBE_QDE_READ              (1u << 17)
+
+/* MRQC.MRQE virtualization modes; MTQC pools */
+#define IXGBE_MRQC_VMDQ             0x8u
+#define IXGBE_MRQC_VMDQ_RSS32       0xAu
+#define IXGBE_MRQC_VMDQ_RSS64       0xBu
+#define IXGBE_MRQC_VMDQ_DCB8        0xCu
+#define IXGBE_MRQC_VMDQ_DCB4        0xDu
+#define IXGBE_PSRTYPE_RQPL_SHIFT    29
+#define IXGBE_MTQC_VT_ENA           (1u << 1)
+#define IXGBE_MTQC_NUM_MASK         (3u << 2)
+#define IXGBE_MTQC_64VF             (1u << 2)
+#define IXGBE_MTQC_32VF             (2u << 2)
+
 #define IXGBE_GCR_EXT_VT_MODE_MASK  3u
 #define IXGBE_GCR_EXT_VT_MODE_16    1u
 #define IXGBE_GCR_EXT_VT_MODE_32    2u

@@ -238,6 +238,7 @@ void ixgbe_sriov_write_ctrl_ext(IxgbeCore *core, hwaddr addr, uint32_t val,
 void ixgbe_sriov_reset(IxgbeCore *core)
 {
     memset(core->vf, 0, sizeof(core->vf));
+    memset(core->qde, 0, sizeof(core->qde));
     core->pf_rst_pending = true;
 }
 
