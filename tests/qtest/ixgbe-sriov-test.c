@@ -2,7 +2,10 @@
  * QTest cases for the Intel 82599 (ixgbe) SR-IOV virtual functions: the
  * SR-IOV and ARI capabilities, VF enable, the VFs' config space and BARs,
  * the PF<->VF mailbox with its interrupts on both sides, VF function
- * level reset, PF reset, and VF queue registers as the PF sees them.
+ * level reset, PF reset, VF queue registers as the PF sees them, and the
+ * virtualization datapath: receive pools (unicast, broadcast replication,
+ * VLAN filters, PFVFRE), the internal switch, anti-spoofing and the
+ * per-pool counters.
  *
  * The PF sits behind a root port (function 0 of its bus), where its 64
  * VFs fit. The capabilities live in extended config space, so the test
@@ -453,6 +456,221 @@ static void test_sriov_vf_tx_irq(void)
     sriov_stop(&s);
 }
 
+/*
+ * Receive pools: VF 0 owns pool 0 (queues 0-1), VF 1 pool 1 (queues 2-3),
+ * the PF pool 2 (queues 4-5), as the Linux PF driver sets them up for two
+ * VFs in 64-pool mode; every pool takes untagged and broadcast frames.
+ */
+static const uint8_t vf_mac[2][6] = {
+    { 0x02, 0x00, 0x00, 0x00, 0x00, 0x10 },
+    { 0x02, 0x00, 0x00, 0x00, 0x00, 0x11 },
+};
+
+#define PF_POOL     2
+
+typedef struct VtTest {
+    SriovTest s;
+    RxRing rx[3];               /* queue 0 of pools 0, 1, 2 */
+} VtTest;
+
+static void set_rar(SriovTest *s, unsigned i, const uint8_t *mac,
+                    unsigned pool)
+{
+    wr(&s->t, IXGBE_RAL0 + i * 8, ldl_le_p(mac));
+    wr(&s->t, IXGBE_RAL0 + i * 8 + 4, lduw_le_p(mac + 4) | IXGBE_RAH_AV);
+    wr(&s->t, IXGBE_MPSAR0 + i * 8, BIT(pool));
+}
+
+static void vt_setup(VtTest *v)
+{
+    SriovTest *s = &v->s;
+
+    sriov_boot(s, "");
+    sriov_enable(s, 2);
+    pf_vt_mode(s, IXGBE_GCR_EXT_VT_MODE_64);
+    wr(&s->t, IXGBE_MRQC, IXGBE_MRQC_VMDQ_RSS64);
+    wr(&s->t, IXGBE_MTQC, IXGBE_MTQC_VT_ENA | IXGBE_MTQC_64VF);
+    wr(&s->t, IXGBE_VT_CTL, IXGBE_VT_CTL_VT_ENA | IXGBE_VT_CTL_REPLEN |
+       PF_POOL << IXGBE_VT_CTL_POOL_SHIFT);
+    wr(&s->t, IXGBE_VFRE0, 0x7);
+    wr(&s->t, IXGBE_VFTE0, 0x7);
+    for (unsigned p = 0; p <= PF_POOL; p++) {
+        wr(&s->t, IXGBE_PFVML2FLT0 + p * 4,
+           IXGBE_VMOLR_AUPE | IXGBE_VMOLR_BAM);
+        rx_ring_setup(&s->t, &v->rx[p], p * 2, 8);
+    }
+    set_rar(s, 0, test_mac, PF_POOL);
+    set_rar(s, 1, vf_mac[0], 0);
+    set_rar(s, 2, vf_mac[1], 1);
+    rx_enable(&s->t);
+}
+
+/* Frames up to a marker for the PF have been received, none for pool p */
+static void assert_pool_idle(VtTest *v, unsigned p)
+{
+    uint8_t frame[64], wb[DESC_SIZE];
+
+    backend_send(&v->s.t, frame, build_frame(frame, test_mac, 64, 99));
+    rx_wait(&v->s.t, &v->rx[PF_POOL], wb);
+    g_assert_false(rx_desc_done(&v->s.t, &v->rx[p], v->rx[p].next, wb));
+}
+
+/* Unicast goes to the pool of the receive address it matches, only */
+static void test_pool_unicast(void)
+{
+    VtTest v;
+    uint8_t frame[100], wb[DESC_SIZE];
+    size_t len = build_frame(frame, vf_mac[1], sizeof(frame), 1);
+
+    vt_setup(&v);
+    backend_send(&v.s.t, frame, len);
+    rx_wait(&v.s.t, &v.rx[1], wb);
+    g_assert_cmpuint(rx_wb_length(wb), ==, len);
+    rx_check_data(&v.s.t, &v.rx[1], 0, frame, len);
+    assert_pool_idle(&v, 0);
+    /* VF 1 counts it; VF 0 does not */
+    g_assert_cmpuint(vf_rd(&v.s, 1, IXGBE_VFGPRC), ==, 1);
+    g_assert_cmpuint(vf_rd(&v.s, 1, IXGBE_VFGORC_LSB), ==, len);
+    g_assert_cmpuint(vf_rd(&v.s, 0, IXGBE_VFGPRC), ==, 0);
+
+    /* Receive disabled for pool 1 (PFVFRE): nothing for it */
+    wr(&v.s.t, IXGBE_VFRE0, 0x5);
+    backend_send(&v.s.t, frame, len);
+    assert_pool_idle(&v, 1);
+    /* An address no pool has, and the port not promiscuous */
+    wr(&v.s.t, IXGBE_VFRE0, 0x7);
+    len = build_frame(frame, other_mac, sizeof(frame), 2);
+    backend_send(&v.s.t, frame, len);
+    assert_pool_idle(&v, 0);
+    assert_pool_idle(&v, 1);
+    sriov_stop(&v.s);
+}
+
+/* Broadcast reaches every pool with BAM */
+static void test_pool_broadcast(void)
+{
+    VtTest v;
+    uint8_t frame[80], wb[DESC_SIZE];
+    size_t len = build_frame(frame, bcast_mac, sizeof(frame), 3);
+
+    vt_setup(&v);
+    wr(&v.s.t, IXGBE_PFVML2FLT0 + 4, IXGBE_VMOLR_AUPE);
+    backend_send(&v.s.t, frame, len);
+    rx_wait(&v.s.t, &v.rx[0], wb);
+    rx_check_data(&v.s.t, &v.rx[0], 0, frame, len);
+    rx_wait(&v.s.t, &v.rx[PF_POOL], wb);
+    rx_check_data(&v.s.t, &v.rx[PF_POOL], 0, frame, len);
+    assert_pool_idle(&v, 1);
+
+    /* Without replication it goes to the default pool alone */
+    wr(&v.s.t, IXGBE_PFVML2FLT0 + 4, IXGBE_VMOLR_AUPE | IXGBE_VMOLR_BAM);
+    wr(&v.s.t, IXGBE_VT_CTL, IXGBE_VT_CTL_VT_ENA |
+       PF_POOL << IXGBE_VT_CTL_POOL_SHIFT);
+    backend_send(&v.s.t, frame, len);
+    rx_wait(&v.s.t, &v.rx[PF_POOL], wb);
+    assert_pool_idle(&v, 0);
+    assert_pool_idle(&v, 1);
+    sriov_stop(&v.s);
+}
+
+/* Tagged frames go to the pools of their VLAN; untagged ones need AUPE */
+static void test_pool_vlan(void)
+{
+    VtTest v;
+    uint8_t frame[100], wb[DESC_SIZE];
+    size_t len = build_frame(frame, vf_mac[0], sizeof(frame), 4);
+
+    vt_setup(&v);
+    wr(&v.s.t, IXGBE_VLNCTRL, rd(&v.s.t, IXGBE_VLNCTRL) | IXGBE_VLNCTRL_VFE);
+    stw_be_p(frame + 12, 0x8100);
+    stw_be_p(frame + 14, 100);
+    /* VLAN 100 is in no PFVLVF entry */
+    backend_send(&v.s.t, frame, len);
+    assert_pool_idle(&v, 0);
+    /* Entry 1 holds VLAN 100 for pool 0 */
+    wr(&v.s.t, IXGBE_PFVLVF0 + 4, IXGBE_PFVLVF_VIEN | 100);
+    wr(&v.s.t, IXGBE_PFVLVFB0 + 8, BIT(0));
+    backend_send(&v.s.t, frame, len);
+    rx_wait(&v.s.t, &v.rx[0], wb);
+    rx_check_data(&v.s.t, &v.rx[0], 0, frame, len);
+    /* Untagged, to a pool without AUPE */
+    wr(&v.s.t, IXGBE_PFVML2FLT0, IXGBE_VMOLR_BAM);
+    len = build_frame(frame, vf_mac[0], sizeof(frame), 5);
+    backend_send(&v.s.t, frame, len);
+    assert_pool_idle(&v, 0);
+    sriov_stop(&v.s);
+}
+
+/*
+ * The internal switch: VF 0 to VF 1's address stays inside; VF 0's
+ * broadcast reaches the other pools and the wire, not VF 0 itself.
+ */
+static void test_pool_loopback(void)
+{
+    VtTest v;
+    uint8_t frame[90], wb[DESC_SIZE];
+    size_t len = build_frame(frame, vf_mac[1], sizeof(frame), 6);
+    uint64_t ring;
+
+    vt_setup(&v);
+    wr(&v.s.t, IXGBE_PFDTXGSWC, IXGBE_PFDTXGSWC_VT_LBEN);
+    ring = tx_ring_setup(&v.s.t, 0, 8, 0);
+    memcpy(frame + 6, vf_mac[0], 6);
+    tx_send_frame(&v.s.t, 0, ring, 0, frame, len);
+    rx_wait(&v.s.t, &v.rx[1], wb);
+    rx_check_data(&v.s.t, &v.rx[1], 0, frame, len);
+    backend_assert_silent(&v.s.t);
+    g_assert_cmpuint(vf_rd(&v.s, 0, IXGBE_VFGPTC), ==, 1);
+    g_assert_cmpuint(vf_rd(&v.s, 0, IXGBE_VFGOTC_LSB), ==, len);
+    g_assert_cmpuint(vf_rd(&v.s, 1, IXGBE_VFGPRC), ==, 1);
+
+    memcpy(frame, bcast_mac, 6);
+    tx_send_frame(&v.s.t, 0, ring, 1, frame, len);
+    backend_expect(&v.s.t, frame, len);
+    rx_wait(&v.s.t, &v.rx[1], wb);
+    rx_wait(&v.s.t, &v.rx[PF_POOL], wb);
+    assert_pool_idle(&v, 0);
+
+    /* Without LBEN the unicast goes to the wire */
+    wr(&v.s.t, IXGBE_PFDTXGSWC, 0);
+    memcpy(frame, vf_mac[1], 6);
+    tx_send_frame(&v.s.t, 0, ring, 2, frame, len);
+    backend_expect(&v.s.t, frame, len);
+    sriov_stop(&v.s);
+}
+
+/* A VF's frame with another source address is dropped and counted */
+static void test_pool_spoof(void)
+{
+    VtTest v;
+    uint8_t frame[70];
+    size_t len = build_frame(frame, peer_mac, sizeof(frame), 8);
+    uint64_t ring;
+
+    vt_setup(&v);
+    wr(&v.s.t, IXGBE_PFVFSPOOF0, BIT(0));
+    wr(&v.s.t, IXGBE_VMECM0, BIT(0));
+    ring = tx_ring_setup(&v.s.t, 0, 8, 0);
+    /* build_frame's source is the peer's address, not VF 0's */
+    tx_send_frame(&v.s.t, 0, ring, 0, frame, len);
+    backend_assert_silent(&v.s.t);
+    g_assert_true(tx_dd(&v.s.t, ring, 0));
+    g_assert_cmpuint(rd(&v.s.t, IXGBE_SSVPC), ==, 1);
+    g_assert_cmpuint(rd(&v.s.t, IXGBE_SSVPC), ==, 0);
+    g_assert_cmpuint(vf_rd(&v.s, 0, IXGBE_VFGPTC), ==, 0);
+    /* Its own address passes */
+    memcpy(frame + 6, vf_mac[0], 6);
+    tx_send_frame(&v.s.t, 0, ring, 1, frame, len);
+    backend_expect(&v.s.t, frame, len);
+    g_assert_cmpuint(vf_rd(&v.s, 0, IXGBE_VFGPTC), ==, 1);
+    /* Transmit disabled for pool 0 (PFVFTE): dropped, not counted */
+    wr(&v.s.t, IXGBE_VFTE0, 0x6);
+    tx_send_frame(&v.s.t, 0, ring, 2, frame, len);
+    backend_assert_silent(&v.s.t);
+    g_assert_cmpuint(rd(&v.s.t, IXGBE_SSVPC), ==, 0);
+    sriov_stop(&v.s);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -467,5 +685,10 @@ int main(int argc, char **argv)
     qtest_add_func("ixgbe/sriov/queue-registers",
                    test_sriov_queue_registers);
     qtest_add_func("ixgbe/sriov/vf-tx-irq", test_sriov_vf_tx_irq);
+    qtest_add_func("ixgbe/sriov/pool-unicast", test_pool_unicast);
+    qtest_add_func("ixgbe/sriov/pool-broadcast", test_pool_broadcast);
+    qtest_add_func("ixgbe/sriov/pool-vlan", test_pool_vlan);
+    qtest_add_func("ixgbe/sriov/pool-loopback", test_pool_loopback);
+    qtest_add_func("ixgbe/sriov/pool-spoof", test_pool_spoof);
     return g_test_run();
 }
