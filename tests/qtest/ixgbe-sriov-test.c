@@ -21,7 +21,7 @@
 #include "libqtest.h"
 #include "hw/pci/pci_ids.h"
 #include "hw/pci/pci_regs.h"
-#include "ixgbe_regs.h"
+#include "hw/net/ixgbe_regs.h"
 #include "ixgbe-util.h"
 
 #define ECAM_BASE           0xb0000000ull
