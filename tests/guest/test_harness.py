@@ -121,6 +121,21 @@ def test_bad_qemu_arguments_fail_fast(image: GuestImage, qemu: Path, tmp_path: P
     assert vm.pid is not None and _gone(vm.pid)
 
 
+def test_a_guest_that_hangs_before_any_driver_boots_twice(image: GuestImage, qemu: Path, tmp_path: Path) -> None:
+    """A boot that hangs before any NIC driver is loaded (here: an init
+    that only waits, so the agent never starts) is tried once more with a
+    warning, then fails; QEMU is gone and both boots are in the serial log."""
+    vm = VM(image, name="hang", log_dir=tmp_path, qemu=qemu, append="rdinit=/bin/cat", boot_timeout=30)
+    with pytest.warns(UserWarning, match="boot 1 hung before any NIC driver"), pytest.raises(
+        GuestError, match="guest agent not ready"
+    ):
+        vm.start()
+    assert vm.pid is not None and _gone(vm.pid)
+    boots = vm.serial_log.read_text(errors="replace").count("Linux version")
+    assert boots == 2, f"{boots} boot(s) in the serial log, expected 2"
+    assert "boot 1 hung before any NIC driver was loaded" in vm.agent_log.read_text()
+
+
 def test_shutdown_leaves_nothing(make_vm: VMFactory) -> None:
     vm = make_vm(name="short")
     pid, sockets = vm.pid, vm.sock_path("qmp").parent
@@ -159,9 +174,7 @@ def test_qemu_dies_with_a_killed_harness(image: GuestImage, qemu: Path, tmp_path
         assert not _gone(pid, timeout=0.5)
         # the killed harness cannot remove its socket directory: we will
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
-        sockdirs = {
-            Path(m.group(1)) for a in cmdline for m in [re.search(r"path=(/tmp/guestvm\.[^/]+)/", a)] if m
-        }
+        sockdirs = {Path(m.group(1)) for a in cmdline for m in [re.search(r"path=(/tmp/guestvm\.[^/]+)/", a)] if m}
     finally:
         child.kill()
         child.wait()

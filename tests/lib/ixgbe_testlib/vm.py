@@ -39,6 +39,7 @@ import tempfile
 import threading
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -139,8 +140,21 @@ def choose_accel(image: GuestImage, qemu: Path, log_dir: Path) -> str:
 # ----------------------------------------------------------------- console
 _RESULT_RE = re.compile(rb"@@AGENT-RESULT ([0-9a-f]+) (-?\d+) ([01]) (\d+) ([0-9a-f]{32})@@")
 _NOT_B64 = re.compile(rb"[^A-Za-z0-9+/=]")
-# A kernel message on the console: "[ seconds] text" up to its line end. The
-# kernel writes each one whole (under the port lock), possibly in the middle
+# the agent's greeting, or an RCU stall reported while the kernel boots
+_BOOT_RE = re.compile(rb"@@AGENT-READY (\S+)@@|(rcu: INFO: \S+ detected (?:expedited )?stalls)")
+# what PID 1 prints first (scripts/guest/init): the kernel reached userspace
+_INIT_STARTED = b"guest-init:"
+# A boot that hangs before any NIC driver is loaded (the drivers are
+# modules, loaded before the agent starts only with guest.modules= or
+# guest.net=) cannot be the device's doing: multi-threaded TCG now and then
+# leaves a vCPU spinning in early boot (docs/hardening.md). Such a boot is
+# tried once more, with a warning. A hang after a driver load, or a QEMU
+# that exits, fails at once.
+BOOT_ATTEMPTS = 2
+
+
+class _EarlyBootHang(GuestError):
+    """The guest hung before any NIC driver was loaded; QEMU still runs."""
 
 
 class _Console:
@@ -283,9 +297,7 @@ class VM:
     def command_line(self, accel: str) -> list[str]:
         for d in FIRMWARE_DIRS:
             if not d.is_dir():
-                raise HarnessError(
-                    f"firmware directory {d} missing (Debian packages qemu-system-data, seabios)"
-                )
+                raise HarnessError(f"firmware directory {d} missing (Debian packages qemu-system-data, seabios)")
         cmdline = " ".join(
             p
             for p in (
@@ -340,6 +352,25 @@ class VM:
         if self._proc is not None:
             raise HarnessError(f"VM {self.name} already started")
         accel = self.accel or choose_accel(self.image, self.qemu, self.log_dir.parent)
+        for attempt in range(1, BOOT_ATTEMPTS + 1):
+            try:
+                return self._launch(accel)
+            except _EarlyBootHang as exc:
+                if attempt == BOOT_ATTEMPTS:
+                    self.shutdown()
+                    raise
+                self._note(f"# boot {attempt} hung before any NIC driver was loaded, booting again: {exc}")
+                warnings.warn(
+                    f"{self.name}: boot {attempt} hung before any NIC driver was loaded, booted again", stacklevel=2
+                )
+                self._reset_after_hang()
+            except BaseException:
+                self.shutdown()
+                raise
+        raise AssertionError("unreachable")
+
+    def _launch(self, accel: str) -> VM:
+        """Start QEMU and wait for the agent (or for the incoming migration)."""
         serial_listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         serial_listener.bind(str(self.sock_path("serial")))
         serial_listener.listen(1)
@@ -356,55 +387,59 @@ class VM:
                 start_new_session=True,
                 preexec_fn=die_with_parent,
             )
+        serial_listener.settimeout(0.5)
+        deadline = time.monotonic() + scaled(30)
         try:
-            serial_listener.settimeout(0.5)
-            deadline = time.monotonic() + scaled(30)
-            try:
-                while True:
-                    try:
-                        conn, _ = serial_listener.accept()
-                        break
-                    except TimeoutError:
-                        if not self.alive() or time.monotonic() > deadline:
-                            raise GuestError(
-                                f"QEMU did not connect its serial port{self._exit_note()}"
-                            ) from None
-            finally:
-                serial_listener.close()
-            self._console = _Console(conn, self.serial_log)
-            try:
-                self._qmp.accept(timeout=scaled(30))
-            except Exception as exc:  # qemu.qmp raises several types
-                # QEMU drops the connection when it exits on a bad argument:
-                # let it finish so that its message makes it into the error
+            while True:
                 try:
-                    self._proc.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    pass
-                raise GuestError(f"QMP connection failed: {exc}{self._exit_note()}") from exc
-            self._qmp.settimeout(scaled(60))
-            if self.incoming:
-                # no boot: the guest arrives with the migration stream
-                self._note(f"# waiting for an incoming migration on {self.incoming}")
-                return self
-            ready = self._console.wait_for(
-                re.compile(rb"@@AGENT-READY (\S+)@@"),
-                0,
-                time.monotonic() + scaled(self.boot_timeout),
-                self.alive,
-            )
-            if not ready:
-                raise GuestError(
-                    f"{self.name}: guest agent not ready after {scaled(self.boot_timeout):.0f}s"
-                    f"{self._exit_note()}\n--- console tail ---\n{self.console_tail()}"
-                )
-            self.release = ready.group(1).decode()
-            self._ready = True
-            self._note(f"# ready: kernel {self.release}, accel {accel}")
-        except BaseException:
-            self.shutdown()
-            raise
+                    conn, _ = serial_listener.accept()
+                    break
+                except TimeoutError:
+                    if not self.alive() or time.monotonic() > deadline:
+                        raise GuestError(f"QEMU did not connect its serial port{self._exit_note()}") from None
+        finally:
+            serial_listener.close()
+        self._console = _Console(conn, self.serial_log)
+        try:
+            self._qmp.accept(timeout=scaled(30))
+        except Exception as exc:  # qemu.qmp raises several types
+            # QEMU drops the connection when it exits on a bad argument:
+            # let it finish so that its message makes it into the error
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+            raise GuestError(f"QMP connection failed: {exc}{self._exit_note()}") from exc
+        self._qmp.settimeout(scaled(60))
+        if self.incoming:
+            # no boot: the guest arrives with the migration stream
+            self._note(f"# waiting for an incoming migration on {self.incoming}")
+            return self
+        ready = self._console.wait_for(_BOOT_RE, 0, time.monotonic() + scaled(self.boot_timeout), self.alive)
+        if not ready or ready.group(1) is None:
+            what = "an RCU stall" if ready else f"guest agent not ready after {scaled(self.boot_timeout):.0f}s"
+            error = _EarlyBootHang if self.alive() and not self._drivers_loaded() else GuestError
+            raise error(f"{self.name}: {what}{self._exit_note()}\n--- console tail ---\n{self.console_tail()}")
+        self.release = ready.group(1).decode()
+        self._ready = True
+        self._note(f"# ready: kernel {self.release}, accel {accel}")
         return self
+
+    def _drivers_loaded(self) -> bool:
+        """Whether the guest may have loaded a NIC driver by now: the init
+        greeted and the command line asks it to load modules (without
+        guest.modules/guest.net nothing is loaded before the agent runs)."""
+        assert self._console is not None
+        asked = any(w.startswith(("guest.modules=", "guest.net=")) for w in self.append.split())
+        return asked and _INIT_STARTED in self._console.text()
+
+    def _reset_after_hang(self) -> None:
+        """Kill a hung QEMU and forget it, keeping the logs, so that _launch
+        can run again."""
+        self._stop_qemu()
+        self._proc = None
+        for name in ("serial", "qmp"):
+            self.sock_path(name).unlink(missing_ok=True)
 
     def __enter__(self) -> VM:
         return self.start() if self._proc is None else self
@@ -429,6 +464,22 @@ class VM:
                 (self.log_dir / "dmesg.log").write_text(out.stdout)
             except (GuestError, OSError) as exc:
                 self._note(f"# dmesg at shutdown failed: {exc}")
+        self._stop_qemu()
+        if not self._agent_fh.closed:
+            self._agent_fh.close()
+        for p in self._sock_dir.glob("*"):
+            try:
+                p.unlink()
+            except OSError:
+                pass
+        try:
+            self._sock_dir.rmdir()
+        except OSError:
+            pass
+
+    def _stop_qemu(self) -> None:
+        """Ask QEMU to quit, kill it if it does not, close its connections."""
+        proc = self._proc
         if self._qmp is not None:
             if proc is not None and proc.poll() is None:
                 try:
@@ -454,17 +505,6 @@ class VM:
         if self._console is not None:
             self._console.close()
             self._console = None
-        if not self._agent_fh.closed:
-            self._agent_fh.close()
-        for p in self._sock_dir.glob("*"):
-            try:
-                p.unlink()
-            except OSError:
-                pass
-        try:
-            self._sock_dir.rmdir()
-        except OSError:
-            pass
 
     @property
     def pid(self) -> int | None:
@@ -542,7 +582,10 @@ class VM:
         if gdb:
             res = subprocess.run(
                 [gdb, "-p", str(pid), "-batch", "-nx", "-ex", "set pagination off", "-ex", "thread apply all bt"],
-                capture_output=True, text=True, timeout=timeout, check=False,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
             )
             lines.append(res.stdout.strip() or res.stderr.strip())
         text = "\n".join(lines)
@@ -666,9 +709,7 @@ class VM:
         ):
             raise GuestError(f"guest agent does not answer{self._exit_note()}")
 
-    def _collect(
-        self, console: _Console, cid: str, start: int, deadline: float
-    ) -> tuple[int, bool, bytes] | None:
+    def _collect(self, console: _Console, cid: str, start: int, deadline: float) -> tuple[int, bool, bytes] | None:
         """(rc, timed_out, output) of command `cid`, or None if damaged."""
         block_re = re.compile(
             rb"(@@AGENT-RESULT " + cid.encode() + rb" [^@\n]*@@)(.*?)@@AGENT-DONE " + cid.encode() + rb"@@",
@@ -697,9 +738,7 @@ class VM:
         """Run a command that must succeed; return its output."""
         return self.run(cmd, timeout=timeout, check=True).stdout
 
-    def wait_until(
-        self, what: str, probe: Callable[[], T | None], timeout: float = 60, interval: float = 0.5
-    ) -> T:
+    def wait_until(self, what: str, probe: Callable[[], T | None], timeout: float = 60, interval: float = 0.5) -> T:
         """Call `probe` until it returns something other than None/False."""
         deadline = time.monotonic() + scaled(timeout)
         while True:
@@ -773,9 +812,7 @@ class VM:
             timeout,
         )
 
-    def link_up(
-        self, dev: str, address: str | None = None, mtu: int | None = None, netns: str | None = None
-    ) -> None:
+    def link_up(self, dev: str, address: str | None = None, mtu: int | None = None, netns: str | None = None) -> None:
         """Configure and bring up an interface (optionally inside a netns)."""
         ns = f"ip netns exec {shlex.quote(netns)} " if netns else ""
         q = shlex.quote(dev)
@@ -838,8 +875,7 @@ class VM:
         """Run iperf3 -c in the guest and return its JSON report."""
         ns = f"ip netns exec {shlex.quote(netns)} " if netns else ""
         r = self.run(
-            f"{ns}iperf3 -c {shlex.quote(server)} -p {int(port)} -t {int(seconds)} -J"
-            + (" -R" if reverse else ""),
+            f"{ns}iperf3 -c {shlex.quote(server)} -p {int(port)} -t {int(seconds)} -J" + (" -R" if reverse else ""),
             timeout=seconds + 60,
         )
         return iperf3_report("iperf3 in the guest", r.ok, r.rc, r.stdout)
@@ -850,7 +886,6 @@ def load_driver(vm: VM, driver: str) -> None:
     if driver == "virtio_net":
         vm.modprobe("virtio_pci")
     vm.modprobe(driver)
-
 
 
 # make_vm(name=..., smp=..., args=[...], args_factory=..., append=...) -> started VM
