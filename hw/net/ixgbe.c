@@ -69,6 +69,11 @@ struct IxgbeClass {
 #define IXGBE_IOADDR        0x0
 #define IXGBE_IODATA        0x4
 
+/* A VF's PCI function, for migration */
+typedef struct IxgbeVfPci {
+    PCIDevice *dev;
+} IxgbeVfPci;
+
 struct IxgbeState {
     PCIDevice parent_obj;
     NICState *nic;
@@ -80,6 +85,7 @@ struct IxgbeState {
 
     uint32_t ioaddr;
     OnOffAuto sriov;
+    IxgbeVfPci vf_pci[IXGBE_MAX_VFS];
     IxgbeCore core;
 };
 
@@ -290,6 +296,9 @@ static bool ixgbe_sriov_init(PCIDevice *d, Error **errp)
                               PCI_BASE_ADDRESS_MEM_TYPE_64 |
                               PCI_BASE_ADDRESS_MEM_PREFETCH,
                               IXGBE_VF_MSIX_SIZE);
+    for (unsigned n = 0; n < IXGBE_MAX_VFS; n++) {
+        IXGBE(d)->vf_pci[n].dev = d->exp.sriov_pf.vf[n];
+    }
     return true;
 }
 
@@ -466,13 +475,7 @@ static const VMStateDescription ixgbe_vmstate_vector = {
     }
 };
 
-/*
- * VF state that has no PF register, sent while the PF can have VFs.  The
- * VFs' own PCI state does not migrate yet: QEMU 10.0 re-enables the VFs
- * from the PF's config space during the load, which resets them after
- * their own state has been loaded.  Until that is solved, a migration
- * with VFs enabled is refused.
- */
+/* VF state that has no PF register, sent while the PF can have VFs */
 static bool ixgbe_sriov_state_needed(void *opaque)
 {
     IxgbeState *s = opaque;
@@ -480,17 +483,27 @@ static bool ixgbe_sriov_state_needed(void *opaque)
     return PCI_DEVICE(s)->exp.sriov_cap != 0;
 }
 
-static int ixgbe_sriov_pre_save(void *opaque)
+/*
+ * An enabled VF's PCI state.  The PF's config space, loaded before this,
+ * has enabled the same VFs on the destination.
+ */
+static bool ixgbe_vf_enabled(void *opaque, int version_id)
 {
-    IxgbeState *s = opaque;
+    IxgbeVfPci *vf = opaque;
 
-    if (pcie_sriov_num_vfs(PCI_DEVICE(s))) {
-        error_report("ixgbe: migration with SR-IOV VFs enabled is not "
-                     "supported yet; disable the VFs first");
-        return -ENOTSUP;
-    }
-    return 0;
+    return vf->dev && vf->dev->enabled;
 }
+
+static const VMStateDescription ixgbe_vmstate_vf_pci = {
+    .name = "ixgbe-vf-pci",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_STRUCT_POINTER_TEST(dev, IxgbeVfPci, ixgbe_vf_enabled,
+                                    vmstate_ixgbevf_pci, PCIDevice),
+        VMSTATE_END_OF_LIST()
+    }
+};
 
 static const VMStateDescription ixgbe_vmstate_vf = {
     .name = "ixgbe-vf",
@@ -511,14 +524,15 @@ static const VMStateDescription ixgbe_vmstate_vf = {
 
 static const VMStateDescription ixgbe_vmstate_sriov = {
     .name = "ixgbe/sriov",
-    .version_id = 1,
-    .minimum_version_id = 1,
+    .version_id = 2,
+    .minimum_version_id = 2,
     .needed = ixgbe_sriov_state_needed,
-    .pre_save = ixgbe_sriov_pre_save,
     .fields = (const VMStateField[]) {
         VMSTATE_BOOL(core.pf_rst_pending, IxgbeState),
         VMSTATE_STRUCT_ARRAY(core.vf, IxgbeState, IXGBE_MAX_VFS, 1,
                              ixgbe_vmstate_vf, IxgbeVf),
+        VMSTATE_STRUCT_ARRAY(vf_pci, IxgbeState, IXGBE_MAX_VFS, 1,
+                             ixgbe_vmstate_vf_pci, IxgbeVfPci),
         VMSTATE_END_OF_LIST()
     }
 };

@@ -39,4 +39,7 @@ void ixgbe_vf_write(IxgbeCore *core, unsigned vfn, hwaddr addr, uint32_t val);
 void ixgbe_vf_reset(IxgbeCore *core, unsigned vfn);
 void ixgbe_vf_flr(IxgbeCore *core, unsigned vfn);
 
+/* A VF's PCI state, migrated by the PF (ixgbevf.c) */
+extern const VMStateDescription vmstate_ixgbevf_pci;
+
 #endif

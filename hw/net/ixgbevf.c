@@ -19,6 +19,7 @@
 #include "hw/pci/pcie.h"
 #include "hw/pci/pcie_sriov.h"
 #include "hw/pci/msix.h"
+#include "migration/vmstate.h"
 #include "qom/object.h"
 #include "ixgbe_core.h"
 #include "ixgbe_sriov.h"
@@ -136,6 +137,23 @@ static void ixgbevf_pci_uninit(PCIDevice *d)
     msix_unuse_all_vectors(d);
     msix_uninit(d, &s->msix, &s->msix);
 }
+
+/*
+ * A VF's PCI state (config space, MSI-X table and PBA) travels inside the
+ * PF's state, after the PF's config space: loading that sets VF Enable
+ * again, which resets every VF (pci_set_enabled), so a section of the VF's
+ * own, loaded before the PF's, would be lost.
+ */
+const VMStateDescription vmstate_ixgbevf_pci = {
+    .name = "ixgbevf-pci",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_PCI_DEVICE(parent_obj, IxgbeVfState),
+        VMSTATE_MSIX(parent_obj, IxgbeVfState),
+        VMSTATE_END_OF_LIST()
+    }
+};
 
 /* FLR, VF Enable, a bus reset: the VF's state in the PF's core */
 static void ixgbevf_reset_hold(Object *obj, ResetType type)

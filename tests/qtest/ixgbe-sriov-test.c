@@ -4,8 +4,8 @@
  * the PF<->VF mailbox with its interrupts on both sides, VF function
  * level reset, PF reset, VF queue registers as the PF sees them, and the
  * virtualization datapath: receive pools (unicast, broadcast replication,
- * VLAN filters, PFVFRE), the internal switch, anti-spoofing and the
- * per-pool counters.
+ * VLAN filters, PFVFRE), the internal switch, anti-spoofing, the
+ * per-pool counters, and a migration with VFs enabled.
  *
  * The PF sits behind a root port (function 0 of its bus), where its 64
  * VFs fit. The capabilities live in extended config space, so the test
@@ -457,6 +457,46 @@ static void test_sriov_vf_tx_irq(void)
 }
 
 /*
+ * Migration with VFs enabled: on the destination the same VFs decode
+ * their BARs and master the bus, keep their MSI-X table and their
+ * registers in the PF's core. (Loading the PF's config space sets VF
+ * Enable again, which resets the VFs: their state must come after it.)
+ */
+static void test_sriov_migration(void)
+{
+    const uint16_t cmd = PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER;
+    uint64_t entry = VF_BAR3_BASE + 16 * KiB + PCI_MSIX_ENTRY_SIZE;
+    g_autofree char *path = NULL;
+    SriovTest s, d;
+
+    sriov_boot(&s, "");
+    sriov_enable(&s, 2);
+    vf_wr(&s, 1, IXGBE_VTEIMS, BIT(1));
+    qtest_writel(s.t.qts, entry + PCI_MSIX_ENTRY_DATA, 0x4242);
+    path = save_to_file(&s.t);
+    sriov_stop(&s);
+
+    g_assert_true(load_from_file_boot(&d.t, path, true));
+    d.pf = d.t.dev->devfn;
+    d.mch = NULL;           /* the ECAM window came with the MCH's state */
+    for (unsigned n = 0; n < 2; n++) {
+        g_assert_cmphex(cfg_readw(&d, vf_devfn(&d, n), PCI_COMMAND) & cmd,
+                        ==, cmd);
+        g_assert_cmphex(cfg_readw(&d, vf_devfn(&d, n),
+                                  VF_MSIX_CAP + PCI_MSIX_FLAGS) &
+                        PCI_MSIX_FLAGS_ENABLE, ==, PCI_MSIX_FLAGS_ENABLE);
+    }
+    g_assert_cmphex(vf_rd(&d, 1, IXGBE_VTEIMS), ==, BIT(1));
+    g_assert_cmphex(qtest_readl(d.t.qts, entry + PCI_MSIX_ENTRY_DATA), ==,
+                    0x4242);
+    /* and the VFs still work: a mailbox round trip of VF 0 */
+    vf_wr(&d, 0, IXGBE_VFMAILBOX, IXGBE_VFMAILBOX_REQ);
+    g_assert_cmphex(rd(&d.t, IXGBE_PFMBICR0), ==, IXGBE_PFMBICR_VFREQ(0));
+    sriov_stop(&d);
+    unlink(path);
+}
+
+/*
  * Receive pools: VF 0 owns pool 0 (queues 0-1), VF 1 pool 1 (queues 2-3),
  * the PF pool 2 (queues 4-5), as the Linux PF driver sets them up for two
  * VFs in 64-pool mode; every pool takes untagged and broadcast frames.
@@ -690,5 +730,6 @@ int main(int argc, char **argv)
     qtest_add_func("ixgbe/sriov/pool-vlan", test_pool_vlan);
     qtest_add_func("ixgbe/sriov/pool-loopback", test_pool_loopback);
     qtest_add_func("ixgbe/sriov/pool-spoof", test_pool_spoof);
+    qtest_add_func("ixgbe/sriov/migration", test_sriov_migration);
     return g_test_run();
 }

@@ -487,10 +487,16 @@ char *save_to_file(IxgbeTest *t)
 /* Start a destination like the source and load the file into it */
 bool load_from_file(IxgbeTest *dst, const char *path)
 {
+    return load_from_file_boot(dst, path, false);
+}
+
+/* The same for a source booted with ixgbe_test_boot(..., on_port, "") */
+bool load_from_file_boot(IxgbeTest *dst, const char *path, bool on_port)
+{
     g_autofree char *uri = g_strdup_printf("file:%s", path);
     bool ok;
 
-    ixgbe_test_start_args(dst, "-incoming defer");
+    ixgbe_test_boot(dst, on_port, "-incoming defer");
     qtest_qmp_assert_success(dst->qts,
                              "{'execute': 'migrate-incoming', 'arguments': "
                              "{'uri': %s, 'exit-on-error': false}}", uri);

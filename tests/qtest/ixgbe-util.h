@@ -101,6 +101,7 @@ void rx_check_data(IxgbeTest *t, const RxRing *r, unsigned idx,
 void migrate_wait(QTestState *qts, const char *want);
 char *save_to_file(IxgbeTest *t);
 bool load_from_file(IxgbeTest *dst, const char *path);
+bool load_from_file_boot(IxgbeTest *dst, const char *path, bool on_port);
 void patch_stream(const char *path, const uint8_t *pat, size_t len,
                   const uint8_t *with);
 void wait_device_deleted(QTestState *qts, const char *id);
