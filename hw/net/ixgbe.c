@@ -533,6 +533,9 @@ static const VMStateDescription ixgbe_vmstate_sriov = {
                              ixgbe_vmstate_vf, IxgbeVf),
         VMSTATE_STRUCT_ARRAY(vf_pci, IxgbeState, IXGBE_MAX_VFS, 1,
                              ixgbe_vmstate_vf_pci, IxgbeVfPci),
+        VMSTATE_STRUCT_2DARRAY(core.vf_vec, IxgbeState, IXGBE_MAX_VFS,
+                               IXGBE_VF_MSIX_VECTORS, 1,
+                               ixgbe_vmstate_vector, IxgbeVector),
         VMSTATE_END_OF_LIST()
     }
 };

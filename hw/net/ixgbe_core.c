@@ -80,10 +80,7 @@ static uint32_t ixgbe_eitr_interval_ns(IxgbeCore *core, unsigned vector)
 {
     hwaddr a = vector < 24 ? IXGBE_EITR_LO + vector * 4
                            : IXGBE_EITR_HI + (vector - 24) * 4;
-    uint32_t eitr = ixgbe_get(core, a);
-
-    /* ITR interval field counts 2 us units in bits 11:3 */
-    return ((eitr & IXGBE_EITR_INTERVAL_MASK) >> 3) * 2 * SCALE_US;
+    return ixgbe_itr_interval_ns(ixgbe_get(core, a));
 }
 
 static int ixgbe_other_vector(IxgbeCore *core)
@@ -1120,6 +1117,7 @@ void ixgbe_core_realize(IxgbeCore *core, PCIDevice *owner, NICState *nic,
     ixgbe_build_eeprom(core);
     ixgbe_datapath_init(core);
     ixgbe_fdir_init(core);
+    ixgbe_sriov_realize(core);
 }
 
 void ixgbe_core_unrealize(IxgbeCore *core)
@@ -1130,6 +1128,7 @@ void ixgbe_core_unrealize(IxgbeCore *core)
     }
     ixgbe_datapath_uninit(core);
     ixgbe_fdir_uninit(core);
+    ixgbe_sriov_unrealize(core);
 }
 
 /*

@@ -9,6 +9,7 @@
 #define HW_NET_IXGBE_CORE_H
 
 #include "qemu/units.h"
+#include "qemu/timer.h"
 #include "ixgbe_regs.h"
 #include "ixgbe_sfp.h"
 
@@ -47,6 +48,12 @@ typedef struct IxgbeTxQueue {
 /* Per MSI-X vector (or the single MSI/INTx vector) moderation state */
 typedef struct IxgbeCore IxgbeCore;
 typedef struct IxgbeFdir IxgbeFdir;     /* ixgbe_fdir.h */
+
+/* An EITR or VTEITR interval (bits 11:3, 2 us units) in nanoseconds */
+static inline uint64_t ixgbe_itr_interval_ns(uint32_t itr)
+{
+    return ((itr & IXGBE_EITR_INTERVAL_MASK) >> 3) * 2 * SCALE_US;
+}
 
 typedef struct IxgbeVector {
     IxgbeCore *core;
@@ -98,6 +105,8 @@ struct IxgbeCore {
     IxgbeFdir *fdir;            /* Flow Director filter table */
 
     IxgbeVf vf[IXGBE_MAX_VFS];
+    /* VTEITR interval timers; not cleared with the VF's registers */
+    IxgbeVector vf_vec[IXGBE_MAX_VFS][IXGBE_VF_MSIX_VECTORS];
     bool pf_rst_pending;        /* VFMAILBOX.RSTI: PF reset, no PFRSTD yet */
     uint64_t qde[2];            /* QDE: per receive queue drop enable */
 

@@ -76,11 +76,32 @@ static PCIDevice *ixgbe_vf_dev(IxgbeCore *core, unsigned vfn)
     return pcie_sriov_get_vf_at_index(core->owner, vfn);
 }
 
+/* Hold vector v of VF vfn for its VTEITR interval, if it has one */
+static void ixgbe_vf_arm(IxgbeCore *core, unsigned vfn, unsigned v)
+{
+    uint64_t ns = ixgbe_itr_interval_ns(core->vf[vfn].eitr[v]);
+    IxgbeVector *vec = &core->vf_vec[vfn][v];
+
+    if (ns) {
+        vec->armed = true;
+        timer_mod(vec->timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + ns);
+    }
+}
+
+static void ixgbe_vf_disarm(IxgbeCore *core, unsigned vfn)
+{
+    for (unsigned v = 0; v < IXGBE_VF_MSIX_VECTORS; v++) {
+        timer_del(core->vf_vec[vfn][v].timer);
+        core->vf_vec[vfn][v].armed = false;
+    }
+}
+
 /*
  * Send the VF's MSI-X messages for the causes in bits that are pending and
  * enabled.  A vector first writes back the completed descriptors of the
  * transmit queues it serves, auto-clears its cause (VTEIAC) and auto-masks
- * itself (VTEIAM).
+ * itself (VTEIAM); then its VTEITR interval holds it, the cause staying
+ * pending until the interval is over.
  */
 static void ixgbe_vf_fire(IxgbeCore *core, unsigned vfn, uint32_t bits)
 {
@@ -96,6 +117,9 @@ static void ixgbe_vf_fire(IxgbeCore *core, unsigned vfn, uint32_t bits)
         unsigned v = ctz32(bits);
 
         bits &= bits - 1;
+        if (core->vf_vec[vfn][v].armed) {
+            continue;           /* held until the VTEITR interval is over */
+        }
         for (unsigned i = 0; i < qpp; i++) {
             uint32_t ent = vf->ivar[i / 2] >> ((i & 1) * 16 + 8);
             int q = ixgbe_vf_queue(core, vfn, i);
@@ -109,7 +133,20 @@ static void ixgbe_vf_fire(IxgbeCore *core, unsigned vfn, uint32_t bits)
         vf->eims &= ~(vf->eiam & BIT(v));
         trace_ixgbe_vf_irq(vfn, v);
         msix_notify(d, v);
+        ixgbe_vf_arm(core, vfn, v);
     }
+}
+
+/* A VTEITR interval is over: what the vector held goes out now */
+static void ixgbe_vf_vector_timer(void *opaque)
+{
+    IxgbeVector *vec = opaque;
+    IxgbeCore *core = vec->core;
+    unsigned idx = vec - &core->vf_vec[0][0];
+
+    vec->armed = false;
+    ixgbe_vf_fire(core, idx / IXGBE_VF_MSIX_VECTORS,
+                  BIT(idx % IXGBE_VF_MSIX_VECTORS));
 }
 
 /* Raise the cause an IVAR entry (queue or mailbox) routes to */
@@ -237,6 +274,9 @@ void ixgbe_sriov_write_ctrl_ext(IxgbeCore *core, hwaddr addr, uint32_t val,
 /* A PF reset resets its VFs; they see RSTI until the PF sets PFRSTD */
 void ixgbe_sriov_reset(IxgbeCore *core)
 {
+    for (unsigned n = 0; n < IXGBE_MAX_VFS; n++) {
+        ixgbe_vf_disarm(core, n);
+    }
     memset(core->vf, 0, sizeof(core->vf));
     memset(core->qde, 0, sizeof(core->qde));
     core->pf_rst_pending = true;
@@ -271,6 +311,7 @@ static void ixgbe_vf_soft_reset(IxgbeCore *core, unsigned vfn)
     uint32_t mailbox = vf->mailbox;
 
     trace_ixgbe_vf_reset(vfn, false);
+    ixgbe_vf_disarm(core, vfn);
     memset(vf, 0, sizeof(*vf));
     vf->mailbox = mailbox;
     ixgbe_vf_stop_queues(core, vfn);
@@ -280,6 +321,7 @@ static void ixgbe_vf_soft_reset(IxgbeCore *core, unsigned vfn)
 void ixgbe_vf_reset(IxgbeCore *core, unsigned vfn)
 {
     trace_ixgbe_vf_reset(vfn, true);
+    ixgbe_vf_disarm(core, vfn);
     memset(&core->vf[vfn], 0, sizeof(core->vf[vfn]));
     ixgbe_vf_stop_queues(core, vfn);
 }
@@ -418,7 +460,7 @@ static void ixgbe_vf_write_ivar_misc(IxgbeCore *core, unsigned vfn,
     core->vf[vfn].ivar_misc = val & (IXGBE_VF_IVAR_WMASK & 0xFF);
 }
 
-/* Interval moderation is not modelled for VFs: the value is kept */
+/* The interval holds the vector from its next message on */
 static void ixgbe_vf_write_eitr(IxgbeCore *core, unsigned vfn, unsigned idx,
                                 uint32_t val)
 {
@@ -647,6 +689,29 @@ void ixgbe_vf_write(IxgbeCore *core, unsigned vfn, hwaddr addr, uint32_t val)
     }
 }
 
+void ixgbe_sriov_realize(IxgbeCore *core)
+{
+    for (unsigned n = 0; n < IXGBE_MAX_VFS; n++) {
+        for (unsigned v = 0; v < IXGBE_VF_MSIX_VECTORS; v++) {
+            IxgbeVector *vec = &core->vf_vec[n][v];
+
+            vec->core = core;
+            vec->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL,
+                                      ixgbe_vf_vector_timer, vec);
+        }
+    }
+}
+
+void ixgbe_sriov_unrealize(IxgbeCore *core)
+{
+    for (unsigned n = 0; n < IXGBE_MAX_VFS; n++) {
+        for (unsigned v = 0; v < IXGBE_VF_MSIX_VECTORS; v++) {
+            timer_free(core->vf_vec[n][v].timer);
+            core->vf_vec[n][v].timer = NULL;
+        }
+    }
+}
+
 /* The incoming side of a migration: state a VF could not have made */
 bool ixgbe_sriov_post_load(IxgbeCore *core)
 {
@@ -654,6 +719,16 @@ bool ixgbe_sriov_post_load(IxgbeCore *core)
 
     for (unsigned n = 0; n < IXGBE_MAX_VFS; n++) {
         const IxgbeVf *vf = &core->vf[n];
+
+        for (unsigned v = 0; v < IXGBE_VF_MSIX_VECTORS; v++) {
+            /* a vector held by a timer that is not running stays silent */
+            if (core->vf_vec[n][v].armed &&
+                !timer_pending(core->vf_vec[n][v].timer)) {
+                error_report("ixgbe: migrated VF %u vector %u is held by "
+                             "no timer", n, v);
+                return false;
+            }
+        }
 
         if (((vf->eicr | vf->eims | vf->eiac | vf->eiam) &
              ~IXGBE_VTEICR_MASK) || (vf->mailbox & ~mbx)) {

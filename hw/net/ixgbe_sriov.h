@@ -17,6 +17,8 @@
 IxgbeCore *ixgbe_pf_core(PCIDevice *pf);
 
 /* PF side */
+void ixgbe_sriov_realize(IxgbeCore *core);
+void ixgbe_sriov_unrealize(IxgbeCore *core);
 void ixgbe_sriov_reset(IxgbeCore *core);
 unsigned ixgbe_sriov_num_vfs(IxgbeCore *core);
 unsigned ixgbe_sriov_queues_per_pool(IxgbeCore *core);

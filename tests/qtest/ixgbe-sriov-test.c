@@ -456,11 +456,50 @@ static void test_sriov_vf_tx_irq(void)
     sriov_stop(&s);
 }
 
+/* VTEITR holds a VF's vector for its interval after each message */
+static void test_sriov_vf_eitr(void)
+{
+    /* VF 1's vector 0: its MSI-X vector control word */
+    uint64_t ctrl = VF_BAR3_BASE + 16 * KiB + PCI_MSIX_ENTRY_VECTOR_CTRL;
+    SriovTest s;
+
+    sriov_boot(&s, "");
+    sriov_enable(&s, 2);
+    vf_wr(&s, 1, IXGBE_VTEITR0, 100 << 3);          /* 200 us */
+    g_assert_cmphex(vf_rd(&s, 1, IXGBE_VTEITR0), ==, 100 << 3);
+    vf_wr(&s, 1, IXGBE_VTEIMS, BIT(0));
+    vf_wr(&s, 1, IXGBE_VTEICS, BIT(0));
+    /* the first message goes at once (pending in the PBA: masked) */
+    g_assert_cmphex(vf_pba(&s, 1), ==, BIT(0));
+    /* unmasking delivers it and clears the pending bit */
+    qtest_writel(s.t.qts, ctrl, 0);
+    qtest_writel(s.t.qts, ctrl, PCI_MSIX_ENTRY_CTRL_MASKBIT);
+    g_assert_cmphex(vf_pba(&s, 1), ==, 0);
+    /* a cause within the interval waits for its end */
+    vf_wr(&s, 1, IXGBE_VTEICS, BIT(0));
+    g_assert_cmphex(vf_pba(&s, 1), ==, 0);
+    qtest_clock_step(s.t.qts, 199 * 1000);
+    g_assert_cmphex(vf_pba(&s, 1), ==, 0);
+    qtest_clock_step(s.t.qts, 1000);
+    g_assert_cmphex(vf_pba(&s, 1), ==, BIT(0));
+    /* VF 0 (VTEITR 0) is not held: two causes, two messages */
+    vf_wr(&s, 0, IXGBE_VTEIMS, BIT(0));
+    vf_wr(&s, 0, IXGBE_VTEICS, BIT(0));
+    g_assert_cmphex(vf_pba(&s, 0), ==, BIT(0));
+    qtest_writel(s.t.qts, VF_BAR3_BASE + PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
+    qtest_writel(s.t.qts, VF_BAR3_BASE + PCI_MSIX_ENTRY_VECTOR_CTRL,
+                 PCI_MSIX_ENTRY_CTRL_MASKBIT);
+    vf_wr(&s, 0, IXGBE_VTEICS, BIT(0));
+    g_assert_cmphex(vf_pba(&s, 0), ==, BIT(0));
+    sriov_stop(&s);
+}
+
 /*
  * Migration with VFs enabled: on the destination the same VFs decode
- * their BARs and master the bus, keep their MSI-X table and their
- * registers in the PF's core. (Loading the PF's config space sets VF
- * Enable again, which resets the VFs: their state must come after it.)
+ * their BARs and master the bus, keep their MSI-X table, their registers
+ * in the PF's core and a vector held by its VTEITR interval. (Loading the
+ * PF's config space sets VF Enable again, which resets the VFs: their
+ * state must come after it.)
  */
 static void test_sriov_migration(void)
 {
@@ -473,6 +512,14 @@ static void test_sriov_migration(void)
     sriov_enable(&s, 2);
     vf_wr(&s, 1, IXGBE_VTEIMS, BIT(1));
     qtest_writel(s.t.qts, entry + PCI_MSIX_ENTRY_DATA, 0x4242);
+    /* vector 1 sends one message, then its VTEITR interval holds a cause */
+    vf_wr(&s, 1, IXGBE_VTEITR0 + 4, 100 << 3);
+    vf_wr(&s, 1, IXGBE_VTEICS, BIT(1));
+    qtest_writel(s.t.qts, entry + PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
+    qtest_writel(s.t.qts, entry + PCI_MSIX_ENTRY_VECTOR_CTRL,
+                 PCI_MSIX_ENTRY_CTRL_MASKBIT);
+    vf_wr(&s, 1, IXGBE_VTEICS, BIT(1));
+    g_assert_cmphex(vf_pba(&s, 1), ==, 0);
     path = save_to_file(&s.t);
     sriov_stop(&s);
 
@@ -489,6 +536,11 @@ static void test_sriov_migration(void)
     g_assert_cmphex(vf_rd(&d, 1, IXGBE_VTEIMS), ==, BIT(1));
     g_assert_cmphex(qtest_readl(d.t.qts, entry + PCI_MSIX_ENTRY_DATA), ==,
                     0x4242);
+    /* the held cause goes out when the migrated interval ends */
+    g_assert_cmphex(vf_pba(&d, 1), ==, 0);
+    qtest_qmp_assert_success(d.t.qts, "{'execute': 'cont'}");
+    qtest_clock_step(d.t.qts, 200 * 1000);
+    g_assert_cmphex(vf_pba(&d, 1), ==, BIT(1));
     /* and the VFs still work: a mailbox round trip of VF 0 */
     vf_wr(&d, 0, IXGBE_VFMAILBOX, IXGBE_VFMAILBOX_REQ);
     g_assert_cmphex(rd(&d.t, IXGBE_PFMBICR0), ==, IXGBE_PFMBICR_VFREQ(0));
@@ -730,6 +782,7 @@ int main(int argc, char **argv)
     qtest_add_func("ixgbe/sriov/pool-vlan", test_pool_vlan);
     qtest_add_func("ixgbe/sriov/pool-loopback", test_pool_loopback);
     qtest_add_func("ixgbe/sriov/pool-spoof", test_pool_spoof);
+    qtest_add_func("ixgbe/sriov/vf-eitr", test_sriov_vf_eitr);
     qtest_add_func("ixgbe/sriov/migration", test_sriov_migration);
     return g_test_run();
 }
