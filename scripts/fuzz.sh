@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Fuzz the ixgbe model with QEMU's generic-fuzz target "generic-fuzz-ixgbe"
-# (libFuzzer, ASan + UBSan); see docs/fuzzing.md.
+# Fuzz the ixgbe model with QEMU's generic-fuzz targets (libFuzzer, ASan +
+# UBSan); see docs/fuzzing.md. --config picks the target and its inputs:
+#   ixgbe (default)  generic-fuzz-ixgbe: the backplane part
+#   ixgbe-sfp        generic-fuzz-ixgbe-sfp: the SFP+ part with an SR optic,
+#                    so also the I2C bus and the module's EEPROM
+# Below, CONFIG stands for that name.
 #
 # The fuzzing build is made by scripts/build-qemu.sh in $BUILD_DIR/qemu-fuzz
 # from the same patched source tree as $BUILD_DIR/qemu-build: clang,
@@ -9,20 +13,21 @@
 # 'scripts/run-qtest.sh --sanitizer' runs.
 #
 # What runs, in this order (the build unless --no-build; the rest as asked):
-#   --replay       every input of tests/fuzz/ixgbe/corpus and
-#                  tests/fuzz/ixgbe/crashers once; fails on any sanitizer
+#   --replay       every input of tests/fuzz/CONFIG/corpus and
+#                  tests/fuzz/CONFIG/crashers once; fails on any sanitizer
 #                  report, crash or timeout
 #   --seconds N    fuzz for N seconds, starting from the corpus in the
 #                  repository and the seeds of tests/fuzz/ixgbe/make-seeds.py
 #                  (which also writes a dictionary of register offsets);
 #                  new inputs go to the work corpus
-#                  $BUILD_DIR/fuzz/ixgbe/corpus, crashes and timeouts to
-#                  $BUILD_DIR/fuzz/ixgbe/artifacts. Fails when one is found.
+#                  $BUILD_DIR/fuzz/CONFIG/corpus, crashes and timeouts to
+#                  $BUILD_DIR/fuzz/CONFIG/artifacts. Fails when one is found.
 #   --coverage     replay the corpus with libFuzzer's -print_coverage=1 and
 #                  print the edges covered in hw/net/ixgbe*.c
 # With none of them, fuzzes for 120 seconds.
 #
 # Options:
+#   --config NAME  ixgbe or ixgbe-sfp (above)
 #   --jobs N       fuzzing processes (default 1; N > 1 uses libFuzzer's
 #                  -jobs=N -workers=N, each process with its own QEMU)
 #   --keep-going   after a crash or timeout, start the fuzzer again for the
@@ -30,10 +35,10 @@
 #   --save         after fuzzing (or alone), merge the work corpus into the
 #                  repository's corpus (libFuzzer -merge=1: the smallest set
 #                  of inputs with the same coverage) and copy new crashes and
-#                  timeouts to tests/fuzz/ixgbe/crashers
+#                  timeouts to tests/fuzz/CONFIG/crashers
 #   --trace FILE   write the qtest trace that FILE (a crasher) replays, and
 #                  a C reproducer made from it (QEMU's scripts/oss-fuzz/
-#                  output_reproducer.py), to $BUILD_DIR/fuzz/ixgbe/reproducers
+#                  output_reproducer.py), to $BUILD_DIR/fuzz/CONFIG/reproducers
 #   --build-only   only build
 #   --no-build     use the fuzzing build as it is (e.g. for a campaign while
 #                  the device sources are being edited)
@@ -49,19 +54,16 @@ set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-TARGET=generic-fuzz-ixgbe
 FUZZER="$SANITIZER_BUILD_DIR/qemu-fuzz-x86_64"
-REPO_CORPUS="$REPO_ROOT/tests/fuzz/ixgbe/corpus"
-REPO_CRASHERS="$REPO_ROOT/tests/fuzz/ixgbe/crashers"
-WORK="$BUILD_DIR/fuzz/ixgbe"
 
-seconds="" jobs=1 replay=0 coverage=0 save=0 keep_going=0 build_only=0 no_build=0
+config=ixgbe seconds="" jobs=1 replay=0 coverage=0 save=0 keep_going=0 build_only=0 no_build=0
 trace_file="" stamp=""
 while (($#)); do
     case "$1" in
-    --seconds | --jobs | --trace | --stamp)
+    --config | --seconds | --jobs | --trace | --stamp)
         (($# >= 2)) || die "$1 needs a value"
         case "$1" in
+        --config) config=$2 ;;
         --seconds) seconds=$2 ;;
         --jobs) jobs=$2 ;;
         --trace) trace_file=$2 ;;
@@ -84,6 +86,14 @@ while (($#)); do
     esac
     shift
 done
+case "$config" in
+ixgbe | ixgbe-sfp) ;;
+*) die "--config must be ixgbe or ixgbe-sfp, got '$config'" ;;
+esac
+TARGET=generic-fuzz-$config
+REPO_CORPUS="$REPO_ROOT/tests/fuzz/$config/corpus"
+REPO_CRASHERS="$REPO_ROOT/tests/fuzz/$config/crashers"
+WORK="$BUILD_DIR/fuzz/$config"
 [[ -z "$seconds" || "$seconds" =~ ^[0-9]+$ ]] || die "--seconds needs a number"
 [[ "$jobs" =~ ^[1-9][0-9]*$ ]] || die "--jobs needs a positive number"
 if [[ -z "$seconds" ]] && ((!replay && !coverage && !build_only && !save)) && [[ -z "$trace_file" ]]; then
@@ -110,7 +120,7 @@ else
     summary_parts=("build ok")
 fi
 finish() {
-    local line="fuzz:" p sep=""
+    local line="fuzz ($TARGET):" p sep=""
     for p in "${summary_parts[@]}"; do
         line+="$sep $p"
         sep=";"
@@ -190,13 +200,13 @@ fi
 save_corpus() {
     local merged
     merged="$(mktemp -d "$WORK/merge.XXXXXX")"
-    log "merging the work corpus into tests/fuzz/ixgbe/corpus (-merge=1)"
+    log "merging the work corpus into tests/fuzz/$config/corpus (-merge=1)"
     if nice -n 10 "$FUZZER" --fuzz-target="$TARGET" "${common_flags[@]}" -merge=1 \
         -max_len="${FUZZ_MERGE_MAX_LEN:-2048}" -use_counters=0 \
         "$merged" "$REPO_CORPUS" "$WORK/corpus" "$WORK/seeds" >"$WORK/logs/merge.log" 2>&1; then
         find "$REPO_CORPUS" -maxdepth 1 -type f -delete
         cp -- "$merged"/* "$REPO_CORPUS/" 2>/dev/null || true
-        log "tests/fuzz/ixgbe/corpus: $(list_inputs "$REPO_CORPUS" | wc -l) input(s), $(cat "$REPO_CORPUS"/* | wc -c) bytes"
+        log "tests/fuzz/$config/corpus: $(list_inputs "$REPO_CORPUS" | wc -l) input(s), $(cat "$REPO_CORPUS"/* | wc -c) bytes"
     else
         warn "merge failed (see $WORK/logs/merge.log); the repository corpus is unchanged"
     fi
@@ -277,7 +287,7 @@ if [[ -n "$seconds" ]]; then
     if ((save)); then
         for f in "${new_artifacts[@]}"; do
             cp -- "$f" "$REPO_CRASHERS/"
-            log "saved crasher tests/fuzz/ixgbe/crashers/$(basename "$f")"
+            log "saved crasher tests/fuzz/$config/crashers/$(basename "$f")"
         done
         save_corpus
     fi

@@ -87,6 +87,9 @@ TIMINCA = 0x8C14
 TIMADJL = 0x8C18
 TIMADJH = 0x8C1C
 EERD = 0x10014
+I2CCTL = 0x28
+ESDP = 0x20
+I2C_CLK_OUT, I2C_DATA_OUT = 1 << 1, 1 << 3
 RXQ_STRIDE = 0x40
 
 
@@ -221,8 +224,42 @@ def msix():
     return ops
 
 
+def i2c_read_byte(dev, offset):
+    """Bit-bang through I2CCTL what a driver does to read one byte of the
+    SFP+ module's EEPROM (dev 0xA0 or 0xA2): start, device address for a
+    write, the offset, repeated start, the address for a read, eight data
+    bits, no acknowledge, stop."""
+    ops = []
+
+    def bus(clk, data):
+        ops.append(write(I2CCTL, (I2C_CLK_OUT if clk else 0) | (I2C_DATA_OUT if data else 0)))
+
+    def start():
+        bus(0, 1), bus(1, 1), bus(1, 0), bus(0, 0)
+
+    def byte_out(b):
+        for i in range(7, -1, -1):
+            bit = (b >> i) & 1
+            bus(0, bit), bus(1, bit), bus(0, bit)
+        bus(0, 1), bus(1, 1), ops.append(read(I2CCTL)), bus(0, 1)  # acknowledge
+
+    start()
+    byte_out(dev)
+    byte_out(offset)
+    start()
+    byte_out(dev | 1)
+    for _ in range(8):
+        bus(0, 1), bus(1, 1), ops.append(read(I2CCTL)), bus(0, 1)
+    bus(0, 1), bus(1, 1), bus(0, 1)  # no acknowledge
+    bus(0, 0), bus(1, 0), bus(1, 1)  # stop
+    return ops
+
+
 def seeds():
     out = {}
+    # The SFP+ module's EEPROM (ixgbe-sfp): identifier, then diagnostics,
+    # and the pins that report the module.
+    out["sfp-eeprom"] = i2c_read_byte(0xA0, 0) + i2c_read_byte(0xA2, 96) + [read(ESDP)]
     # Transmit to slirp: one descriptor whose buffer holds an ARP request
     # (the two patterns alternate: descriptor read, buffer read), so that
     # slirp answers and the receive path runs.
