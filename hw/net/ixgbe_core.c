@@ -800,7 +800,7 @@ static const IxgbeRegDesc ixgbe_reg_table[] = {
     PLAIN("VFRE", IXGBE_VFRE0, 2, 4, 0, ALL),
     PLAIN("VFTE", IXGBE_VFTE0, 2, 4, 0, ALL),
     REG("QDE", IXGBE_QDE, 1, 4, 0, 0, IXGBE_RF_RAW, NULL, ixgbe_vt_write_qde),
-    PLAIN("VMVIR", IXGBE_VMVIR0, 64, 4, 0, ALL),
+    PLAIN("VMVIR", IXGBE_VMVIR0, 64, 4, 0, IXGBE_VMVIR_WMASK),
     PLAIN("PFVFSPOOF", IXGBE_PFVFSPOOF0, 8, 4, 0, ALL),
     PLAIN("PFDTXGSWC", IXGBE_PFDTXGSWC, 1, 4, 0, ALL),
     PLAIN("VMECM", IXGBE_VMECM0, 2, 4, 0, ALL),

@@ -228,18 +228,25 @@ static void ixgbe_tx_out(void *opaque, const struct iovec *iov, int iovcnt,
     }
 }
 
-static bool ixgbe_tx_offloads(IxgbeCore *core, IxgbeTxQueue *txq,
+static bool ixgbe_tx_offloads(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq,
                               struct NetTxPkt *pkt)
 {
     uint32_t cmd = txq->first_cmd, olinfo = txq->first_olinfo;
     IxgbeTxContext *ctx = &txq->ctx[(olinfo >> IXGBE_TXD_IDX_SHIFT) & 1];
     uint16_t tpid = ixgbe_get(core, IXGBE_VLNCTRL) & 0xFFFF;
+    bool vle = cmd & IXGBE_TXD_CMD_VLE;
+    /* The tag: a legacy descriptor's special field, or the context's */
+    uint16_t vlan = !(cmd & IXGBE_TXD_CMD_DEXT) ? olinfo >> 16 :
+                    ctx->vlan_macip_lens >> IXGBE_TXCTX_VLAN_SHIFT;
 
+    /* With pools, the pool's port VLAN (VMVIR) may override the request */
+    if (ixgbe_vt_active(core)) {
+        vle = ixgbe_vt_tx_vlan(core, q, vle, &vlan);
+    }
+    if (vle) {
+        net_tx_pkt_setup_vlan_header_ex(pkt, vlan, tpid);
+    }
     if (!(cmd & IXGBE_TXD_CMD_DEXT)) {
-        /* Legacy descriptor: VLAN from the special field */
-        if (cmd & IXGBE_TXD_CMD_VLE) {
-            net_tx_pkt_setup_vlan_header_ex(pkt, olinfo >> 16, tpid);
-        }
         /*
          * IC asks for the checksum from CSS stored at CSO: the TCP/UDP
          * checksum in practice, which the packet's own parse locates.
@@ -248,10 +255,6 @@ static bool ixgbe_tx_offloads(IxgbeCore *core, IxgbeTxQueue *txq,
             return net_tx_pkt_build_vheader(pkt, false, true, 0);
         }
         return true;
-    }
-    if (cmd & IXGBE_TXD_CMD_VLE) {
-        net_tx_pkt_setup_vlan_header_ex(pkt, ctx->vlan_macip_lens >>
-                                        IXGBE_TXCTX_VLAN_SHIFT, tpid);
     }
     if (cmd & IXGBE_TXD_CMD_TSE) {
         uint32_t mss = ctx->mss_l4len_idx >> IXGBE_TXCTX_MSS_SHIFT;
@@ -338,7 +341,7 @@ static void ixgbe_tx_send(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq)
     };
 
     if (ixgbe_tx_map(core, q, txq)) {
-        if (net_tx_pkt_parse(pkt) && ixgbe_tx_offloads(core, txq, pkt)) {
+        if (net_tx_pkt_parse(pkt) && ixgbe_tx_offloads(core, q, txq, pkt)) {
             uint32_t stamp = IXGBE_TXD_CMD_DEXT | IXGBE_TXD_CMD_TSTAMP;
 
             out.stamp = (txq->first_cmd & stamp) == stamp;

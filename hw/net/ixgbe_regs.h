@@ -449,6 +449,14 @@
 #define IXGBE_PFDTXGSWC_VT_LBEN     (1u << 0)
 #define IXGBE_PFVFSPOOF_VLANAS_SHIFT 8
 
+/* VMVIR: the port VLAN of a pool's transmit side */
+#define IXGBE_VMVIR_TAG_MASK        0xFFFFu
+#define IXGBE_VMVIR_VLANA_SHIFT     30
+#define IXGBE_VMVIR_VLANA_DESC      0u      /* as the descriptor says (VLE) */
+#define IXGBE_VMVIR_VLANA_DEFAULT   1u      /* always insert the port VLAN */
+#define IXGBE_VMVIR_VLANA_NEVER     2u      /* never insert a VLAN tag */
+#define IXGBE_VMVIR_WMASK           0xC000FFFFu
+
 /* QDE: per queue drop enable, written and read through one register */
 #define IXGBE_QDE_ENABLE            (1u << 0)
 #define IXGBE_QDE_IDX_SHIFT         8

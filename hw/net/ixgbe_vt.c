@@ -22,7 +22,9 @@
  *  - In each pool, RSS spreads frames over 2^PSRTYPE.RQPL queues (at most
  *    the pool's queues) with the low bits of the shared RETA's entry.
  *
- * Transmit (ixgbe_vt_tx()): PFVFTE gates a pool; anti-spoofing
+ * Transmit: a pool's port VLAN (VMVIR) replaces or suppresses the
+ * descriptor's tag (ixgbe_vt_tx_vlan()).  ixgbe_vt_tx(): PFVFTE gates a
+ * pool; anti-spoofing
  * (PFVFSPOOF) drops frames whose source MAC or VLAN is not the pool's and
  * counts them in SSVPC; with PFDTXGSWC.LBEN the internal switch delivers a
  * frame to the other pools that accept it, and sends it to the wire too
@@ -269,6 +271,38 @@ void ixgbe_vt_rx_count(IxgbeCore *core, unsigned pool, size_t len,
     }
 }
 
+/*
+ * The VLAN tag a frame from transmit queue q leaves with: the pool's
+ * VMVIR.VLANA decides between the descriptor's request (VLE and its tag),
+ * the pool's port VLAN (always inserted, whatever the descriptor asks) and
+ * no tag at all.  Returns true with *tag set when a tag is to be inserted.
+ */
+bool ixgbe_vt_tx_vlan(IxgbeCore *core, unsigned q, bool vle, uint16_t *tag)
+{
+    unsigned pool = q / ixgbe_vt_tx_qpp(core);
+    uint32_t vmvir;
+
+    if (pool >= IXGBE_MAX_POOLS) {
+        return vle;
+    }
+    vmvir = ixgbe_get(core, IXGBE_VMVIR0 + pool * 4);
+    switch (vmvir >> IXGBE_VMVIR_VLANA_SHIFT) {
+    case IXGBE_VMVIR_VLANA_DEFAULT:
+        *tag = vmvir & IXGBE_VMVIR_TAG_MASK;
+        trace_ixgbe_vt_tx_port_vlan(q, pool, *tag);
+        return true;
+    case IXGBE_VMVIR_VLANA_NEVER:
+        return false;
+    case IXGBE_VMVIR_VLANA_DESC:
+        return vle;
+    default:
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "ixgbe: pool %u: VMVIR.VLANA 3 is reserved, "
+                      "the descriptor's VLAN is used\n", pool);
+        return vle;
+    }
+}
+
 /* Anti-spoofing: the source MAC and VLAN must be the pool's own */
 static bool ixgbe_vt_spoofed(IxgbeCore *core, unsigned pool,
                              const uint8_t *hdr, size_t len)
@@ -304,6 +338,8 @@ IxgbeVtTx ixgbe_vt_tx(IxgbeCore *core, unsigned q, const struct iovec *iov,
     unsigned pool = q / ixgbe_vt_tx_qpp(core);
     size_t len = iov_size(iov, iovcnt);
     uint8_t hdr[18] = { 0 };
+    bool local;
+    int rar;
 
     iov_to_buf(iov, iovcnt, 0, hdr, sizeof(hdr));
     if (pool >= IXGBE_MAX_POOLS ||
@@ -332,8 +368,15 @@ IxgbeVtTx ixgbe_vt_tx(IxgbeCore *core, unsigned q, const struct iovec *iov,
     if (!(ixgbe_get(core, IXGBE_PFDTXGSWC) & IXGBE_PFDTXGSWC_VT_LBEN)) {
         return IXGBE_VT_TX_WIRE;
     }
-    return ixgbe_rx_switched(core, iov, iovcnt, pool) ? IXGBE_VT_TX_LOCAL
-                                                      : IXGBE_VT_TX_WIRE;
+    /*
+     * Whether a unicast frame stays inside depends on its destination
+     * address alone, not on whether the receive side then takes it (a
+     * frame beyond MAXFRS is dropped there, not sent to the wire).
+     */
+    rar = is_multicast_ether_addr(hdr) ? -1 : ixgbe_vt_rar_match(core, hdr);
+    local = rar >= 0 && ixgbe_vt_rar_pools(core, rar);
+    ixgbe_rx_switched(core, iov, iovcnt, pool);
+    return local ? IXGBE_VT_TX_LOCAL : IXGBE_VT_TX_WIRE;
 }
 
 /* Per queue drop enable (QDE), or'd with SRRCTL.DROP_EN */

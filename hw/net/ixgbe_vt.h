@@ -46,6 +46,8 @@ void ixgbe_vt_classify(IxgbeCore *core, const uint8_t *buf, size_t len,
                        int src_pool, unsigned rss_index, IxgbeVtDest *dest);
 void ixgbe_vt_rx_count(IxgbeCore *core, unsigned pool, size_t len,
                        bool multicast);
+bool ixgbe_vt_tx_vlan(IxgbeCore *core, unsigned queue, bool vle,
+                      uint16_t *tag);
 IxgbeVtTx ixgbe_vt_tx(IxgbeCore *core, unsigned queue,
                       const struct iovec *iov, int iovcnt);
 bool ixgbe_vt_queue_drop(IxgbeCore *core, unsigned queue);

@@ -5,7 +5,8 @@
  * level reset, PF reset, VF queue registers as the PF sees them, and the
  * virtualization datapath: receive pools (unicast, broadcast replication,
  * VLAN filters, PFVFRE), the internal switch, anti-spoofing, the
- * per-pool counters, and a migration with VFs enabled.
+ * per-pool counters, port VLANs (VMVIR), jumbo frames between pools,
+ * VTEITR moderation, and a migration with VFs enabled.
  *
  * The PF sits behind a root port (function 0 of its bus), where its 64
  * VFs fit. The capabilities live in extended config space, so the test
@@ -763,6 +764,196 @@ static void test_pool_spoof(void)
     sriov_stop(&v.s);
 }
 
+/* frame with an 802.1Q tag inserted after the source address */
+static size_t vlan_insert(uint8_t *out, const uint8_t *frame, size_t len,
+                          uint16_t tag)
+{
+    memcpy(out, frame, 12);
+    stw_be_p(out + 12, 0x8100);
+    stw_be_p(out + 14, tag);
+    memcpy(out + 16, frame + 12, len - 12);
+    return len + 4;
+}
+
+/*
+ * A context descriptor carrying a VLAN tag at idx, then frame as one data
+ * descriptor with VLE at idx + 1: the driver asks for the tag itself.
+ */
+static void tx_send_vle(IxgbeTest *t, unsigned q, uint64_t ring,
+                        unsigned idx, const uint8_t *frame, size_t len,
+                        uint16_t tag)
+{
+    uint64_t buf = guest_frame(t, frame, len);
+    uint8_t d[DESC_SIZE] = { 0 };
+
+    stl_le_p(d, (uint32_t)tag << IXGBE_TXCTX_VLAN_SHIFT);
+    stl_le_p(d + 8, IXGBE_TXD_DTYP_CTXT | IXGBE_TXD_CMD_DEXT);
+    qtest_memwrite(t->qts, ring + idx * DESC_SIZE, d, sizeof(d));
+    tx_put_data(t, ring, idx + 1, buf, len, len,
+                IXGBE_TXD_CMD_EOP | IXGBE_TXD_CMD_RS | IXGBE_TXD_CMD_VLE);
+    wr(t, txq(q, IXGBE_TXQ_TDT), idx + 2);
+}
+
+#define VMVIR_DEFAULT   (1u << 30)
+#define VMVIR_NEVER     (2u << 30)
+
+/*
+ * A port VLAN as `ip link set PF vf 0 vlan 100` programs it: VMVIR
+ * inserts tag 100 on everything pool 0 sends (whatever its descriptors
+ * ask), the pool takes no untagged frames (no AUPE) and only VLAN 100 of
+ * the tagged ones (PFVLVF/PFVLVFB), and with VME its queue strips the
+ * tag into the descriptor.
+ */
+static void test_pool_port_vlan(void)
+{
+    VtTest v;
+    uint8_t frame[100], tagged[104], wb[DESC_SIZE];
+    size_t len = build_frame(frame, peer_mac, sizeof(frame), 9);
+    size_t tlen;
+    uint64_t ring;
+
+    vt_setup(&v);
+    wr(&v.s.t, IXGBE_VLNCTRL, rd(&v.s.t, IXGBE_VLNCTRL) | IXGBE_VLNCTRL_VFE);
+    wr(&v.s.t, IXGBE_VMVIR0, VMVIR_DEFAULT | 100);
+    wr(&v.s.t, IXGBE_PFVML2FLT0, IXGBE_VMOLR_BAM);
+    wr(&v.s.t, IXGBE_PFVLVF0 + 4, IXGBE_PFVLVF_VIEN | 100);
+    wr(&v.s.t, IXGBE_PFVLVFB0 + 8, BIT(0));
+    /* MAC and VLAN anti-spoofing, as the PF driver sets them */
+    wr(&v.s.t, IXGBE_PFVFSPOOF0, BIT(0) | BIT(IXGBE_PFVFSPOOF_VLANAS_SHIFT));
+    wr(&v.s.t, IXGBE_VMECM0, BIT(0));
+    ring = tx_ring_setup(&v.s.t, 0, 16, 0);
+    memcpy(frame + 6, vf_mac[0], 6);
+
+    /* Untagged from the VF: the wire sees it tagged 100 */
+    tlen = vlan_insert(tagged, frame, len, 100);
+    tx_send_frame(&v.s.t, 0, ring, 0, frame, len);
+    backend_expect(&v.s.t, tagged, tlen);
+    /* The descriptor's own tag is replaced by the port VLAN */
+    tx_send_vle(&v.s.t, 0, ring, 1, frame, len, 7);
+    backend_expect(&v.s.t, tagged, tlen);
+    g_assert_cmpuint(rd(&v.s.t, IXGBE_SSVPC), ==, 0);
+    /* A port VLAN the pool is not a member of fails VLAN anti-spoofing */
+    wr(&v.s.t, IXGBE_VMVIR0, VMVIR_DEFAULT | 300);
+    tx_send_frame(&v.s.t, 0, ring, 3, frame, len);
+    backend_assert_silent(&v.s.t);
+    g_assert_cmpuint(rd(&v.s.t, IXGBE_SSVPC), ==, 1);
+    /* VLANA "never": no tag even where the descriptor asks for one */
+    wr(&v.s.t, IXGBE_VMVIR0, VMVIR_NEVER | 100);
+    tx_send_vle(&v.s.t, 0, ring, 4, frame, len, 7);
+    backend_expect(&v.s.t, frame, len);
+    /* VLANA 0: the descriptor decides, as without a port VLAN */
+    wr(&v.s.t, IXGBE_VMVIR0, 100);
+    tx_send_vle(&v.s.t, 0, ring, 6, frame, len, 100);
+    backend_expect(&v.s.t, tagged, tlen);
+    tx_send_frame(&v.s.t, 0, ring, 8, frame, len);
+    backend_expect(&v.s.t, frame, len);
+    /* Another pool's queue (pool 1, queue 2) is not tagged */
+    wr(&v.s.t, IXGBE_VMVIR0, VMVIR_DEFAULT | 100);
+    ring = tx_ring_setup(&v.s.t, 2, 8, 0);
+    memcpy(frame + 6, vf_mac[1], 6);
+    tx_send_frame(&v.s.t, 2, ring, 0, frame, len);
+    backend_expect(&v.s.t, frame, len);
+
+    /* Receive: VLAN 100 reaches pool 0, its tag stripped (VME) */
+    wr(&v.s.t, rxq(0, IXGBE_RXQ_RXDCTL),
+       rd(&v.s.t, rxq(0, IXGBE_RXQ_RXDCTL)) | IXGBE_RXDCTL_VME);
+    len = build_frame(frame, vf_mac[0], sizeof(frame), 10);
+    tlen = vlan_insert(tagged, frame, len, 100);
+    backend_send(&v.s.t, tagged, tlen);
+    rx_wait(&v.s.t, &v.rx[0], wb);
+    g_assert_cmpuint(rx_wb_length(wb), ==, len);
+    g_assert_cmphex(rx_wb_status(wb) & IXGBE_RXD_STAT_VP, ==,
+                    IXGBE_RXD_STAT_VP);
+    g_assert_cmpuint(lduw_le_p(wb + 14), ==, 100);
+    rx_check_data(&v.s.t, &v.rx[0], 0, frame, len);
+    /* Another VLAN, and no VLAN at all, do not reach it */
+    tlen = vlan_insert(tagged, frame, len, 200);
+    backend_send(&v.s.t, tagged, tlen);
+    assert_pool_idle(&v, 0);
+    backend_send(&v.s.t, frame, len);
+    assert_pool_idle(&v, 0);
+    /* Nor does an untagged broadcast, which the other pools take */
+    len = build_frame(frame, bcast_mac, sizeof(frame), 11);
+    backend_send(&v.s.t, frame, len);
+    rx_wait(&v.s.t, &v.rx[1], wb);
+    assert_pool_idle(&v, 0);
+    backend_assert_silent(&v.s.t);
+    sriov_stop(&v.s);
+}
+
+/* Wait for the frame whose first descriptor is r->next, up to its EOP */
+static size_t rx_wait_frame(IxgbeTest *t, RxRing *r, unsigned *first)
+{
+    uint8_t wb[DESC_SIZE];
+    size_t len = 0;
+
+    *first = r->next;
+    do {
+        rx_wait(t, r, wb);
+        len += rx_wb_length(wb);
+    } while (!(rx_wb_status(wb) & IXGBE_RXD_STAT_EOP));
+    return len;
+}
+
+/*
+ * Jumbo frames between pools: the 82599 has one maximum frame size for
+ * all of them (MAXFRS with HLREG0.JUMBOEN), which the PF driver raises
+ * when a VF asks for a larger one (the set-LPE message).  A 9014 byte
+ * frame (MTU 9000) passes VF to VF, VF to wire and wire to VF once it is
+ * raised, and is dropped (ROC) before; a switched frame never leaks to
+ * the wire.
+ */
+#define JUMBO_MFS   9018        /* MAXFRS for a 9000 byte MTU, CRC included */
+#define JUMBO       9014        /* the largest frame it admits, without CRC */
+
+static void test_pool_jumbo(void)
+{
+    VtTest v;
+    g_autofree uint8_t *frame = g_malloc(JUMBO + 1);
+    size_t len = build_frame(frame, vf_mac[1], JUMBO, 12);
+    unsigned first;
+    uint64_t ring;
+
+    vt_setup(&v);
+    wr(&v.s.t, IXGBE_PFDTXGSWC, IXGBE_PFDTXGSWC_VT_LBEN);
+    /* Room for a 9018 byte frame in 1 KiB buffers */
+    rx_ring_setup(&v.s.t, &v.rx[0], 0, 32);
+    rx_ring_setup(&v.s.t, &v.rx[1], 2, 32);
+    ring = tx_ring_setup(&v.s.t, 0, 8, 0);
+    memcpy(frame + 6, vf_mac[0], 6);
+
+    /* Standard MAXFRS: dropped at the receive side, not sent out */
+    tx_send_frame(&v.s.t, 0, ring, 0, frame, len);
+    backend_assert_silent(&v.s.t);
+    g_assert_cmpuint(rd(&v.s.t, IXGBE_ROC), ==, 1);
+    assert_pool_idle(&v, 1);
+
+    /* What the PF driver writes for a VF's 9000 byte MTU */
+    wr(&v.s.t, IXGBE_MAXFRS, JUMBO_MFS << IXGBE_MAXFRS_MFS_SHIFT);
+    wr(&v.s.t, IXGBE_HLREG0, rd(&v.s.t, IXGBE_HLREG0) |
+       IXGBE_HLREG0_JUMBOEN);
+    tx_send_frame(&v.s.t, 0, ring, 1, frame, len);
+    g_assert_cmpuint(rx_wait_frame(&v.s.t, &v.rx[1], &first), ==, len);
+    rx_check_data(&v.s.t, &v.rx[1], first, frame, len);
+    backend_assert_silent(&v.s.t);
+    g_assert_cmpuint(vf_rd(&v.s, 1, IXGBE_VFGORC_LSB), ==, len);
+
+    /* VF 0 to the wire, and from the wire to VF 0 */
+    memcpy(frame, peer_mac, 6);
+    tx_send_frame(&v.s.t, 0, ring, 2, frame, len);
+    backend_expect(&v.s.t, frame, len);
+    len = build_frame(frame, vf_mac[0], JUMBO, 13);
+    backend_send(&v.s.t, frame, len);
+    g_assert_cmpuint(rx_wait_frame(&v.s.t, &v.rx[0], &first), ==, len);
+    rx_check_data(&v.s.t, &v.rx[0], first, frame, len);
+    /* One byte more is too long */
+    len = build_frame(frame, vf_mac[0], JUMBO + 1, 14);
+    backend_send(&v.s.t, frame, len);
+    assert_pool_idle(&v, 0);
+    g_assert_cmpuint(rd(&v.s.t, IXGBE_ROC), ==, 1);
+    sriov_stop(&v.s);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -782,6 +973,8 @@ int main(int argc, char **argv)
     qtest_add_func("ixgbe/sriov/pool-vlan", test_pool_vlan);
     qtest_add_func("ixgbe/sriov/pool-loopback", test_pool_loopback);
     qtest_add_func("ixgbe/sriov/pool-spoof", test_pool_spoof);
+    qtest_add_func("ixgbe/sriov/pool-port-vlan", test_pool_port_vlan);
+    qtest_add_func("ixgbe/sriov/pool-jumbo", test_pool_jumbo);
     qtest_add_func("ixgbe/sriov/vf-eitr", test_sriov_vf_eitr);
     qtest_add_func("ixgbe/sriov/migration", test_sriov_migration);
     return g_test_run();
