@@ -32,6 +32,7 @@
 #include "ixgbe_ptp.h"
 #include "ixgbe_fdir.h"
 #include "ixgbe_vt.h"
+#include "ixgbe_sriov.h"
 #include "trace.h"
 #include <zlib.h>
 
@@ -146,10 +147,12 @@ static bool ixgbe_ring_fetch(IxgbeCore *core, const IxgbeRing *r, void *descs,
     uint32_t first = MIN(cnt, r->n - *r->head);
     uint8_t *buf = descs;
 
-    if (pci_dma_read(core->owner, ixgbe_ring_desc_addr(r, *r->head), buf,
+    if (pci_dma_read(ixgbe_queue_dma_dev(core, r->queue),
+                     ixgbe_ring_desc_addr(r, *r->head), buf,
                      (size_t)first * IXGBE_DESC_SIZE) != MEMTX_OK ||
         (cnt > first &&
-         pci_dma_read(core->owner, r->base, buf + first * IXGBE_DESC_SIZE,
+         pci_dma_read(ixgbe_queue_dma_dev(core, r->queue), r->base,
+                      buf + first * IXGBE_DESC_SIZE,
                       (size_t)(cnt - first) * IXGBE_DESC_SIZE) != MEMTX_OK)) {
         qemu_log_mask(LOG_GUEST_ERROR,
                       "ixgbe: %s %u: descriptor fetch at 0x%" PRIx64
@@ -298,7 +301,7 @@ static bool ixgbe_tx_offloads(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq,
 /* Map the buffers of a complete packet into core->tx_pkt */
 static bool ixgbe_tx_map(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq)
 {
-    AddressSpace *as = pci_get_address_space(core->owner);
+    AddressSpace *as = pci_get_address_space(ixgbe_queue_dma_dev(core, q));
     uint64_t total = 0;
 
     for (uint32_t i = 0; i < txq->nfrags; i++) {
@@ -320,7 +323,8 @@ static bool ixgbe_tx_map(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq)
          */
         if (!dma_memory_valid(as, addr, len, DMA_DIRECTION_TO_DEVICE,
                               MEMTXATTRS_UNSPECIFIED) ||
-            !net_tx_pkt_add_raw_fragment_pci(core->tx_pkt, core->owner,
+            !net_tx_pkt_add_raw_fragment_pci(core->tx_pkt,
+                                             ixgbe_queue_dma_dev(core, q),
                                              addr, len)) {
             qemu_log_mask(LOG_GUEST_ERROR,
                           "ixgbe: txq %u: buffer 0x%" PRIx64 "+%u not mapped, "
@@ -356,7 +360,8 @@ static void ixgbe_tx_send(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq)
                           "frame dropped\n", q);
         }
     }
-    net_tx_pkt_reset(pkt, net_tx_pkt_unmap_frag_pci, core->owner);
+    net_tx_pkt_reset(pkt, net_tx_pkt_unmap_frag_pci,
+                     ixgbe_queue_dma_dev(core, q));
 }
 
 /* Process one descriptor; returns true when it asks for status (RS) */
@@ -424,7 +429,8 @@ static void ixgbe_tx_set_dd(IxgbeCore *core, const IxgbeRing *r, uint32_t idx)
 {
     uint8_t sta = IXGBE_TXD_STA_DD;
 
-    pci_dma_write(core->owner, ixgbe_ring_desc_addr(r, idx) +
+    pci_dma_write(ixgbe_queue_dma_dev(core, r->queue),
+                  ixgbe_ring_desc_addr(r, idx) +
                   offsetof(IxgbeTxDesc, olinfo_status), &sta, 1);
 }
 
@@ -442,7 +448,7 @@ static bool ixgbe_tx_head_wb(IxgbeCore *core, unsigned q)
             << 32) |
            (lo & ~3u);
     head = cpu_to_le32(ixgbe_get(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDH)));
-    pci_dma_write(core->owner, addr, &head, sizeof(head));
+    pci_dma_write(ixgbe_queue_dma_dev(core, q), addr, &head, sizeof(head));
     return true;
 }
 
@@ -836,7 +842,8 @@ static IxgbeRxResult ixgbe_rx_to_ring(IxgbeCore *core, unsigned q,
         bool eop = i == need - 1;
         uint32_t status = IXGBE_RXD_STAT_DD | (eop ? IXGBE_RXD_STAT_EOP : 0);
 
-        if (pci_dma_write(core->owner, addr, buf + off, chunk) != MEMTX_OK) {
+        if (pci_dma_write(ixgbe_queue_dma_dev(core, q), addr, buf + off,
+                          chunk) != MEMTX_OK) {
             qemu_log_mask(LOG_GUEST_ERROR,
                           "ixgbe: rxq %u: buffer 0x%" PRIx64 "+%zu not "
                           "writable\n", q, addr, chunk);
@@ -846,7 +853,8 @@ static IxgbeRxResult ixgbe_rx_to_ring(IxgbeCore *core, unsigned q,
         }
         ixgbe_rx_writeback(&descs[i], legacy, chunk, status, info, vlan_tag);
         /* The descriptor is written back after its buffer */
-        pci_dma_write(core->owner, ixgbe_ring_desc_addr(&r, idx), &descs[i],
+        pci_dma_write(ixgbe_queue_dma_dev(core, q),
+                      ixgbe_ring_desc_addr(&r, idx), &descs[i],
                       sizeof(descs[i]));
         off += chunk;
     }

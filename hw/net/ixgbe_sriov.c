@@ -188,6 +188,25 @@ bool ixgbe_sriov_queue_cause(IxgbeCore *core, bool is_tx, unsigned queue)
     return true;
 }
 
+/*
+ * The function whose requester ID a queue's DMA carries (descriptor
+ * fetches and write-backs, buffers, head write-back): the VF whose pool
+ * the queue is in while VF Enable is on, as for its interrupt causes;
+ * the PF otherwise.  The VF's bus master address space is its IOMMU
+ * domain, and it is empty while the VF's Bus Master Enable is off.
+ */
+PCIDevice *ixgbe_queue_dma_dev(IxgbeCore *core, unsigned queue)
+{
+    unsigned qpp = ixgbe_sriov_queues_per_pool(core);
+    PCIDevice *vf;
+
+    if (!qpp || queue / qpp >= ixgbe_sriov_num_vfs(core)) {
+        return core->owner;
+    }
+    vf = ixgbe_vf_dev(core, queue / qpp);
+    return vf ? vf : core->owner;
+}
+
 /* A VF's message, acknowledgement or reset for the PF: EICR.MAILBOX */
 static void ixgbe_sriov_pf_notify(IxgbeCore *core, unsigned vfn)
 {

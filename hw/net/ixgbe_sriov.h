@@ -23,6 +23,7 @@ void ixgbe_sriov_reset(IxgbeCore *core);
 unsigned ixgbe_sriov_num_vfs(IxgbeCore *core);
 unsigned ixgbe_sriov_queues_per_pool(IxgbeCore *core);
 bool ixgbe_sriov_queue_cause(IxgbeCore *core, bool is_tx, unsigned queue);
+PCIDevice *ixgbe_queue_dma_dev(IxgbeCore *core, unsigned queue);
 bool ixgbe_sriov_post_load(IxgbeCore *core);
 
 /* Register handlers (the register table in ixgbe_core.c) */

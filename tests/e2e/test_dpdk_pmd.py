@@ -94,9 +94,11 @@ def lab_wires() -> list[Wire]:
 # ------------------------------------------------------------ host frames
 # Runs in the lab namespace: `send IFACE TAG COUNT DST_MAC` writes COUNT
 # UDP/IPv4 frames (sizes 64..1514, source ports varied so RSS spreads them)
-# into the tap; `capture IFACE TAG COUNT TIMEOUT` prints "ready", then one
-# JSON line once it has seen COUNT distinct frames of TAG (or timed out),
-# with the number of frames that differ from what was sent.
+# into the tap; `capture IFACE TAG COUNT TIMEOUT [SRC DST]` prints "ready",
+# then one JSON line once it has seen COUNT distinct frames of TAG (or timed
+# out), with the number of frames that differ from what was sent (or, with
+# SRC and DST, from what was sent with its MAC addresses replaced by them:
+# what testpmd's mac forwarding sends).
 FRAME_TOOL = r"""
 import json, socket, struct, sys, time
 
@@ -110,7 +112,7 @@ def csum(data):
         s = (s & 0xFFFF) + (s >> 16)
     return ~s & 0xFFFF
 
-def frame(tag, seq, dst):
+def frame(tag, seq, dst, src=None):
     size = 64 + (seq * 97) % 1451
     src_ip, dst_ip = bytes([10, tag, seq >> 8 & 0xFF, seq & 0xFF]), bytes([10, 255, 0, 1])
     head = MAGIC + struct.pack("!BI", tag, seq)
@@ -120,7 +122,7 @@ def frame(tag, seq, dst):
     ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
     c = csum(src_ip + dst_ip + struct.pack("!BBH", 0, 17, len(udp)) + udp) or 0xFFFF
     udp = udp[:6] + struct.pack("!H", c) + udp[8:]
-    return dst + bytes([2, 0, 0, 0, 0, tag]) + b"\x08\x00" + ip + udp
+    return dst + (src or bytes([2, 0, 0, 0, 0, tag])) + b"\x08\x00" + ip + udp
 
 mode, iface, tag, count = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
@@ -134,6 +136,7 @@ if mode == "send":
     print(json.dumps({"sent": count}))
     sys.exit(0)
 deadline = time.monotonic() + float(sys.argv[5])
+src, dst = (bytes.fromhex(a.replace(":", "")) for a in sys.argv[6:8]) if len(sys.argv) > 7 else (None, None)
 seen, bad, other, octets = set(), 0, 0, 0
 s.settimeout(0.2)
 print("ready", flush=True)
@@ -149,7 +152,7 @@ while len(seen) < count and time.monotonic() < deadline:
         other += 1
         continue
     seq = struct.unpack("!I", data[off + len(MAGIC) + 1:off + len(MAGIC) + 5])[0]
-    if data != frame(tag, seq, data[:6]):
+    if data != frame(tag, seq, dst or data[:6], src):
         bad += 1
     elif seq not in seen:
         seen.add(seq)
@@ -166,11 +169,15 @@ def frame_octets(count: int) -> int:
 class HostCapture:
     """FRAME_TOOL capture on a tap in the lab namespace."""
 
-    def __init__(self, lab: Lab, iface: str, tag: int, count: int, timeout: float) -> None:
+    def __init__(
+        self, lab: Lab, iface: str, tag: int, count: int, timeout: float, rewritten: tuple[str, str] | None = None
+    ) -> None:
+        """`rewritten`: the (source, destination) MACs the frames arrive with."""
         argv = [*lab.prefix(), sys.executable, "-c", FRAME_TOOL, "capture", iface, str(tag), str(count)]
-        self.proc = subprocess.Popen(
-            [*argv, str(scaled(timeout))], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
+        argv.append(str(scaled(timeout)))
+        if rewritten is not None:
+            argv += list(rewritten)
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline().strip()
         if line != "ready":

@@ -6,7 +6,8 @@
  * virtualization datapath: receive pools (unicast, broadcast replication,
  * VLAN filters, PFVFRE), the internal switch, anti-spoofing, the
  * per-pool counters, port VLANs (VMVIR), jumbo frames between pools,
- * VTEITR moderation, and a migration with VFs enabled.
+ * VTEITR moderation, a migration with VFs enabled, and DMA of a VF's
+ * queues as the VF.
  *
  * The PF sits behind a root port (function 0 of its bus), where its 64
  * VFs fit. The capabilities live in extended config space, so the test
@@ -954,6 +955,79 @@ static void test_pool_jumbo(void)
     sriov_stop(&v.s);
 }
 
+/* No byte of descriptor idx's buffer of ring r has been written */
+static bool rx_buf_untouched(SriovTest *s, const RxRing *r, unsigned idx)
+{
+    uint8_t buf[128];
+
+    qtest_memread(s->t.qts, r->bufs + idx * RX_BUF_SIZE, buf, sizeof(buf));
+    for (size_t i = 0; i < sizeof(buf); i++) {
+        if (buf[i]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * The queues of a VF's pool do DMA as that VF: with VF 1's Bus Master
+ * Enable off, its receive and transmit rings see no access at all, while
+ * VF 0's and the PF's queues go on; with it on again, VF 1's queues work.
+ */
+static void test_sriov_vf_dma_requester(void)
+{
+    VtTest v;
+    SriovTest *s = &v.s;
+    uint8_t frame[100], wb[DESC_SIZE];
+    size_t len = build_frame(frame, vf_mac[1], sizeof(frame), 9);
+    uint64_t ring, pf_ring, buf;
+    int vf1;
+
+    vt_setup(&v);
+    vf1 = vf_devfn(s, 1);
+    cfg_writew(s, vf1, PCI_COMMAND, PCI_COMMAND_MEMORY);
+
+    /* Receive: VF 1's ring is not touched, the PF's and VF 0's are */
+    backend_send(&s->t, frame, len);
+    assert_pool_idle(&v, 1);
+    g_assert_true(rx_buf_untouched(s, &v.rx[1], v.rx[1].next));
+    g_assert_cmphex(rd(&s->t, rxq(2, IXGBE_RXQ_RDH)), ==, 0);
+    g_assert_true(ixgbe_test_logged(&s->t, "rxq 2: descriptor fetch"));
+    len = build_frame(frame, vf_mac[0], sizeof(frame), 10);
+    backend_send(&s->t, frame, len);
+    rx_wait(&s->t, &v.rx[0], wb);
+    rx_check_data(&s->t, &v.rx[0], 0, frame, len);
+
+    /* Transmit: VF 1's queue 0 (PF queue 2) sends nothing */
+    ring = tx_ring_setup(&s->t, 2, 8, 0);
+    memcpy(frame + 6, vf_mac[1], 6);
+    buf = guest_frame(&s->t, frame, len);
+    tx_put_data(&s->t, ring, 0, buf, len, len,
+                IXGBE_TXD_CMD_EOP | IXGBE_TXD_CMD_RS);
+    vf_wr(s, 1, IXGBE_VFTXQ_BASE + IXGBE_TXQ_TDT, 1);
+    backend_assert_silent(&s->t);
+    g_assert_false(tx_dd(&s->t, ring, 0));
+    g_assert_cmphex(vf_rd(s, 1, IXGBE_VFTXQ_BASE + IXGBE_TXQ_TDH), ==, 0);
+    /* The PF's queue 4 sends */
+    pf_ring = tx_ring_setup(&s->t, 4, 8, 0);
+    memcpy(frame + 6, test_mac, 6);
+    tx_send_frame(&s->t, 4, pf_ring, 0, frame, len);
+    backend_expect(&s->t, frame, len);
+    g_assert_true(tx_dd(&s->t, pf_ring, 0));
+
+    /* Bus mastering back on: VF 1's queues pick up where they stopped */
+    cfg_writew(s, vf1, PCI_COMMAND, PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+    memcpy(frame + 6, vf_mac[1], 6);
+    vf_wr(s, 1, IXGBE_VFTXQ_BASE + IXGBE_TXQ_TDT, 1);
+    backend_expect(&s->t, frame, len);
+    g_assert_true(tx_dd(&s->t, ring, 0));
+    len = build_frame(frame, vf_mac[1], sizeof(frame), 11);
+    backend_send(&s->t, frame, len);
+    rx_wait(&s->t, &v.rx[1], wb);
+    rx_check_data(&s->t, &v.rx[1], 0, frame, len);
+    sriov_stop(s);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -977,5 +1051,7 @@ int main(int argc, char **argv)
     qtest_add_func("ixgbe/sriov/pool-jumbo", test_pool_jumbo);
     qtest_add_func("ixgbe/sriov/vf-eitr", test_sriov_vf_eitr);
     qtest_add_func("ixgbe/sriov/migration", test_sriov_migration);
+    qtest_add_func("ixgbe/sriov/vf-dma-requester",
+                   test_sriov_vf_dma_requester);
     return g_test_run();
 }
