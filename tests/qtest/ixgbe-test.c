@@ -437,6 +437,180 @@ static void test_rx(void)
     ixgbe_test_stop(&t);
 }
 
+/* CRC-32 (IEEE 802.3), bit by bit, as the FCS is computed */
+static uint32_t fcs32(const uint8_t *p, size_t len)
+{
+    uint32_t crc = 0xffffffff;
+
+    for (size_t i = 0; i < len; i++) {
+        crc ^= p[i];
+        for (int b = 0; b < 8; b++) {
+            crc = (crc >> 1) ^ (0xedb88320 & -(crc & 1));
+        }
+    }
+    return ~crc;
+}
+
+/*
+ * An IPv4/UDP frame of len bytes with an 802.1Q tag (VLAN vid) and a
+ * correct UDP checksum
+ */
+static size_t build_vlan_udp_frame(uint8_t *buf, size_t len, uint16_t vid)
+{
+    uint8_t *ip = buf + 18, *udp = ip + 20;
+    size_t udp_len = len - 18 - 20;
+    uint32_t sum = 0;
+
+    memset(buf, 0, len);
+    memcpy(buf, test_mac, ETH_ALEN);
+    memcpy(buf + 6, peer_mac, ETH_ALEN);
+    stw_be_p(buf + 12, 0x8100);
+    stw_be_p(buf + 14, vid);
+    stw_be_p(buf + 16, 0x0800);
+    ip[0] = 0x45;
+    stw_be_p(ip + 2, len - 18);
+    ip[8] = 64;
+    ip[9] = 17;
+    memcpy(ip + 12, (uint8_t[]){ 192, 0, 2, 1 }, 4);
+    memcpy(ip + 16, (uint8_t[]){ 192, 0, 2, 2 }, 4);
+    stw_be_p(ip + 10, ip_checksum(ip, 20));
+    stw_be_p(udp, 4000);
+    stw_be_p(udp + 2, 5000);
+    stw_be_p(udp + 4, udp_len);
+    for (size_t i = 8; i < udp_len; i++) {
+        udp[i] = i * 13 + 1;
+    }
+    /* Pseudo header, then the datagram (odd length padded with zero) */
+    for (unsigned i = 12; i < 20; i += 2) {
+        sum += lduw_be_p(ip + i);
+    }
+    sum += 17 + udp_len;
+    for (size_t i = 0; i < udp_len; i += 2) {
+        sum += (udp[i] << 8) | (i + 1 < udp_len ? udp[i + 1] : 0);
+    }
+    while (sum >> 16) {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    stw_be_p(udp + 6, ~sum ? ~sum : 0xffff);
+    return len;
+}
+
+/*
+ * Transmit frame in MAC loopback from guest buffers cut at the given
+ * offsets (one descriptor each): the receive side gets it as the
+ * transmit path's scatter-gather list (its header copies, then the
+ * payload in the pieces of the guest's buffers).
+ */
+static void loopback_frags(IxgbeTest *t, uint64_t ring, unsigned *idx,
+                           const uint8_t *frame, size_t len,
+                           const size_t *cuts, unsigned ncuts)
+{
+    size_t start = 0;
+
+    for (unsigned i = 0; i <= ncuts; i++) {
+        size_t end = i < ncuts ? cuts[i] : len;
+        uint64_t buf = guest_frame(t, frame + start, end - start);
+
+        tx_put_data(t, ring, *idx, buf, end - start, i ? 0 : len,
+                    i == ncuts ? IXGBE_TXD_CMD_EOP | IXGBE_TXD_CMD_RS : 0);
+        *idx = (*idx + 1) % 16;
+        start = end;
+    }
+    wr(t, txq(0, IXGBE_TXQ_TDT), *idx);
+}
+
+/*
+ * Receive from a scatter-gather list: the VLAN tag stripped into the
+ * descriptor (RXDCTL.VME), the CRC kept (HLREG0.RXCRCSTRP clear) and
+ * computed over what reaches memory, a frame spanning two buffers, a short
+ * frame padded before the tag is stripped, checksums checked across the
+ * pieces, and the octet counters.
+ */
+static void test_rx_sg_vlan_crc(void)
+{
+    static const size_t cuts[] = { 5, 13, 15, 40, 700 };
+    static const size_t short_cuts[] = { 14 };
+    uint8_t frame[1600], want[1600], wb[DESC_SIZE];
+    size_t len, n;
+    unsigned idx = 0;
+    uint64_t ring;
+    IxgbeTest t;
+    RxRing r;
+
+    ixgbe_test_start(&t);
+    rx_ring_setup(&t, &r, 0, 8);
+    rx_enable(&t);
+    wr(&t, IXGBE_FCTRL, IXGBE_FCTRL_BAM | IXGBE_FCTRL_UPE);
+    wr(&t, IXGBE_HLREG0, (rd(&t, IXGBE_HLREG0) | IXGBE_HLREG0_LPBK) &
+       ~IXGBE_HLREG0_RXCRCSTRP);
+    wr(&t, rxq(0, IXGBE_RXQ_RXDCTL),
+       rd(&t, rxq(0, IXGBE_RXQ_RXDCTL)) | IXGBE_RXDCTL_VME);
+    ring = tx_ring_setup(&t, 0, 16, 0);
+
+    /* 1400 bytes in six pieces: 1396 without the tag, 1400 with the CRC */
+    len = build_vlan_udp_frame(frame, 1400, 0x2123);
+    loopback_frags(&t, ring, &idx, frame, len, cuts, ARRAY_SIZE(cuts));
+    memcpy(want, frame, 12);
+    memcpy(want + 12, frame + 16, len - 16);
+    n = len - 4;
+    stl_le_p(want + n, fcs32(want, n));
+    n += 4;
+    rx_wait(&t, &r, wb);
+    g_assert_cmphex(rx_wb_status(wb) & (IXGBE_RXD_STAT_DD |
+                                        IXGBE_RXD_STAT_EOP), ==,
+                    IXGBE_RXD_STAT_DD);
+    g_assert_cmpuint(rx_wb_length(wb), ==, RX_BUF_SIZE);
+    rx_wait(&t, &r, wb);
+    g_assert_cmpuint(rx_wb_length(wb), ==, n - RX_BUF_SIZE);
+    g_assert_cmphex(rx_wb_status(wb) &
+                    (IXGBE_RXD_STAT_DD | IXGBE_RXD_STAT_EOP |
+                     IXGBE_RXD_STAT_VP | IXGBE_RXD_STAT_IPCS |
+                     IXGBE_RXD_STAT_L4CS | IXGBE_RXD_STAT_UDPCS |
+                     IXGBE_RXD_ERR_IPE | IXGBE_RXD_ERR_TCPE), ==,
+                    IXGBE_RXD_STAT_DD | IXGBE_RXD_STAT_EOP |
+                    IXGBE_RXD_STAT_VP | IXGBE_RXD_STAT_IPCS |
+                    IXGBE_RXD_STAT_L4CS | IXGBE_RXD_STAT_UDPCS);
+    g_assert_cmphex(lduw_le_p(wb + 14), ==, 0x2123);
+    g_assert_cmphex((ldl_le_p(wb) >> IXGBE_RXD_PKTTYPE_SHIFT) &
+                    (IXGBE_RXD_PKTTYPE_IPV4 | IXGBE_RXD_PKTTYPE_UDP), ==,
+                    IXGBE_RXD_PKTTYPE_IPV4 | IXGBE_RXD_PKTTYPE_UDP);
+    rx_check_data(&t, &r, 0, want, RX_BUF_SIZE);
+    rx_check_data(&t, &r, 1, want + RX_BUF_SIZE, n - RX_BUF_SIZE);
+    /* Queue bytes: what reached memory; total octets: the wire's */
+    g_assert_cmpuint(rd(&t, IXGBE_QBRC0), ==, n);
+    g_assert_cmpuint(rd(&t, IXGBE_GORCL), ==, n);
+    g_assert_cmpuint(rd(&t, IXGBE_TORL), ==, len + 4);
+
+    /*
+     * A 30-byte tagged frame in two pieces: padded to 60, 56 without the
+     * tag, 60 with the CRC over the padding
+     */
+    memset(frame, 0, sizeof(frame));
+    memcpy(frame, test_mac, ETH_ALEN);
+    memcpy(frame + 6, peer_mac, ETH_ALEN);
+    stw_be_p(frame + 12, 0x8100);
+    stw_be_p(frame + 14, 7);
+    stw_be_p(frame + 16, 0x88b5);
+    memset(frame + 18, 0x5a, 12);
+    loopback_frags(&t, ring, &idx, frame, 30, short_cuts,
+                   ARRAY_SIZE(short_cuts));
+    memset(want, 0, sizeof(want));
+    memcpy(want, frame, 12);
+    memcpy(want + 12, frame + 16, 14);
+    stl_le_p(want + 56, fcs32(want, 56));
+    rx_wait(&t, &r, wb);
+    g_assert_cmpuint(rx_wb_length(wb), ==, 60);
+    g_assert_cmphex(rx_wb_status(wb) & IXGBE_RXD_STAT_VP, ==,
+                    IXGBE_RXD_STAT_VP);
+    g_assert_cmphex(lduw_le_p(wb + 14), ==, 7);
+    rx_check_data(&t, &r, 2, want, 60);
+
+    g_assert_cmpuint(rd(&t, IXGBE_GPRC), ==, 2);
+    g_assert_cmpuint(rd(&t, rxq(0, IXGBE_RXQ_RDH)), ==, 3);
+    backend_assert_silent(&t);
+    ixgbe_test_stop(&t);
+}
+
 /* RETA entry i -> queue, a pattern that is not simply i % 4 */
 static unsigned reta_queue(unsigned i)
 {
@@ -1393,6 +1567,7 @@ int main(int argc, char **argv)
     qtest_add_func("ixgbe/reset", test_reset);
     qtest_add_func("ixgbe/tx", test_tx);
     qtest_add_func("ixgbe/rx", test_rx);
+    qtest_add_func("ixgbe/rx/sg-vlan-crc", test_rx_sg_vlan_crc);
     qtest_add_func("ixgbe/rss", test_rss);
     qtest_add_func("ixgbe/msix-routing", test_msix_routing);
     qtest_add_func("ixgbe/eitr", test_eitr);
