@@ -34,6 +34,7 @@
 #include "ixgbe_ptp.h"
 #include "ixgbe_fdir.h"
 #include "ixgbe_vt.h"
+#include "ixgbe_sriov.h"
 #include "trace.h"
 #include <zlib.h>
 
@@ -42,8 +43,6 @@
 #define IXGBE_RX_BUF_DEFAULT    2048
 /* The largest TSO packet: an 18-bit PAYLEN plus at most 512 header bytes */
 #define IXGBE_TX_MAX_PACKET     (0x3FFFF + 512)
-/* Buffers the largest frame (MAXFRS, VLAN tag and CRC kept) can need */
-#define IXGBE_RX_MAX_BUFS       DIV_ROUND_UP(0xFFFF + 8, KiB)
 
 /* Add to a 64-bit counter kept as low/high register pair */
 static void ixgbe_stat64_add(IxgbeCore *core, hwaddr lo, uint64_t n)
@@ -939,6 +938,249 @@ static MemTxResult ixgbe_rx_data_write(IxgbeCore *core, unsigned q,
     return res;
 }
 
+/* ------------------------------------------------------------------ */
+/* Receive descriptor cache and write-back                             */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Each receive queue reads descriptors ahead into a cache of its own and
+ * holds completed descriptors back until RXDCTL.WTHRESH of them are
+ * pending, as the hardware does:
+ *
+ *  - A frame that needs more descriptors than the cache holds fetches
+ *    every descriptor the driver has made available, up to the cache's
+ *    size, in one or two reads.  A tail write with RXDCTL.PTHRESH set
+ *    fetches ahead when fewer than PTHRESH descriptors are cached and at
+ *    least HTHRESH more are available.  Should the burst not be readable,
+ *    only the descriptors the frame needs are read; if those cannot be,
+ *    the frame is dropped without a write and the head stays.
+ *  - With WTHRESH 0 a frame's descriptors are written back as soon as its
+ *    data is in memory.  Otherwise they are held until WTHRESH are
+ *    pending, or the queue's interrupt vector fires (so a driver waiting
+ *    for its interrupt always finds them), or the queue is disabled or
+ *    flushed (RXDCTL.SWFLSH), or its ring registers are written, or the
+ *    VM stops (so a migration's last pass of RAM carries them).  Queues
+ *    whose cause no PF vector takes (no valid IVAR entry, or a VF's pool)
+ *    write back at once.
+ *
+ * The cache and the held write-backs belong to the ring they were read
+ * from (base and size); a ring reprogrammed behind the device's back
+ * writes back what it held to the old ring and reads the new one afresh.
+ */
+
+static MemTxResult ixgbe_rx_dma_read(IxgbeCore *core, unsigned q,
+                                     uint64_t addr, void *buf, size_t len)
+{
+    return pci_dma_read(core->owner, addr, buf, len);
+}
+
+/* Write cnt descriptors to ring entries idx... of queue q's cached ring */
+static void ixgbe_rx_desc_write(IxgbeCore *core, unsigned q, uint32_t idx,
+                                const IxgbeRxDesc *descs, uint32_t cnt)
+{
+    IxgbeRxQueue *rxq = &core->rxq[q];
+    uint32_t first = MIN(cnt, rxq->n - idx);
+
+    ixgbe_rx_dma_write(core, q, rxq->base + (uint64_t)idx * IXGBE_DESC_SIZE,
+                       descs, (size_t)first * IXGBE_DESC_SIZE);
+    if (cnt > first) {
+        ixgbe_rx_dma_write(core, q, rxq->base, descs + first,
+                           (size_t)(cnt - first) * IXGBE_DESC_SIZE);
+    }
+}
+
+void ixgbe_rx_flush_writeback(IxgbeCore *core, unsigned q)
+{
+    IxgbeRxQueue *rxq = &core->rxq[q];
+
+    if (!rxq->wb_cnt) {
+        return;
+    }
+    trace_ixgbe_rx_writeback(q, rxq->wb_cnt);
+    ixgbe_rx_desc_write(core, q, rxq->wb_idx, rxq->wb, rxq->wb_cnt);
+    rxq->wb_cnt = 0;
+    core->rx_wb_map[q / 64] &= ~BIT_ULL(q % 64);
+}
+
+/*
+ * The driver stopped the queue, flushed it or reprogrammed its ring:
+ * write back what is held, forget what was read ahead.
+ */
+void ixgbe_rx_queue_sync(IxgbeCore *core, unsigned q)
+{
+    ixgbe_rx_flush_writeback(core, q);
+    core->rxq[q].cache_cnt = 0;
+    core->rxq[q].cache_pos = 0;
+}
+
+/* Every queue: the VM stops, or its state is saved */
+void ixgbe_rx_flush_all(IxgbeCore *core, bool drop_cache)
+{
+    for (unsigned q = 0; q < IXGBE_NUM_QUEUES; q++) {
+        if (drop_cache) {
+            ixgbe_rx_queue_sync(core, q);
+        } else {
+            ixgbe_rx_flush_writeback(core, q);
+        }
+    }
+}
+
+/*
+ * Make the queue's cache describe ring r as it is: a new ring writes back
+ * what the old one held; a head the driver moved, or a tail it moved
+ * back, leaves out what no longer follows the head.
+ */
+static void ixgbe_rx_cache_check(IxgbeCore *core, unsigned q,
+                                 const IxgbeRing *r)
+{
+    IxgbeRxQueue *rxq = &core->rxq[q];
+
+    if (rxq->base != r->base || rxq->n != r->n) {
+        ixgbe_rx_flush_writeback(core, q);
+        rxq->base = r->base;
+        rxq->n = r->n;
+        rxq->cache_cnt = 0;
+    } else if (rxq->cache_idx != *r->head) {
+        rxq->cache_cnt = 0;
+    }
+    if (!rxq->cache_cnt) {
+        rxq->cache_idx = *r->head;
+        rxq->cache_pos = 0;
+    }
+    rxq->cache_cnt = MIN(rxq->cache_cnt, ixgbe_ring_avail(r));
+}
+
+/* Read cnt more descriptors, those after the cached ones */
+static bool ixgbe_rx_cache_fill(IxgbeCore *core, unsigned q, uint32_t cnt,
+                                bool log)
+{
+    IxgbeRxQueue *rxq = &core->rxq[q];
+    uint32_t start = (rxq->cache_idx + rxq->cache_cnt) % rxq->n;
+    uint32_t first = MIN(cnt, rxq->n - start);
+    IxgbeRxDesc *dst;
+
+    if (rxq->cache_pos) {
+        memmove(rxq->cache, rxq->cache + rxq->cache_pos,
+                rxq->cache_cnt * sizeof(rxq->cache[0]));
+        rxq->cache_pos = 0;
+    }
+    dst = rxq->cache + rxq->cache_cnt;
+    if (ixgbe_rx_dma_read(core, q,
+                          rxq->base + (uint64_t)start * IXGBE_DESC_SIZE, dst,
+                          (size_t)first * IXGBE_DESC_SIZE) != MEMTX_OK ||
+        (cnt > first &&
+         ixgbe_rx_dma_read(core, q, rxq->base, dst + first,
+                           (size_t)(cnt - first) * IXGBE_DESC_SIZE) !=
+         MEMTX_OK)) {
+        if (log) {
+            qemu_log_mask(LOG_GUEST_ERROR,
+                          "ixgbe: rxq %u: descriptor fetch at 0x%" PRIx64
+                          " failed, queue stopped\n", q,
+                          rxq->base + (uint64_t)start * IXGBE_DESC_SIZE);
+        }
+        return false;
+    }
+    trace_ixgbe_rx_fetch(q, cnt, start);
+    rxq->cache_cnt += cnt;
+    return true;
+}
+
+/*
+ * The next need descriptors of ring r (need <= available), read ahead or
+ * read now; NULL when they cannot be read.  They are taken: the caller
+ * fills them in as write-backs.
+ */
+static IxgbeRxDesc *ixgbe_rx_cache_take(IxgbeCore *core, unsigned q,
+                                        const IxgbeRing *r, uint32_t need)
+{
+    IxgbeRxQueue *rxq = &core->rxq[q];
+    IxgbeRxDesc *descs;
+
+    ixgbe_rx_cache_check(core, q, r);
+    if (rxq->cache_cnt < need) {
+        uint32_t min = need - rxq->cache_cnt;
+        uint32_t burst = MIN(IXGBE_RX_CACHE, ixgbe_ring_avail(r)) -
+                         rxq->cache_cnt;
+
+        if (!ixgbe_rx_cache_fill(core, q, burst, burst == min) &&
+            (burst == min || !ixgbe_rx_cache_fill(core, q, min, true))) {
+            return NULL;
+        }
+    }
+    descs = rxq->cache + rxq->cache_pos;
+    rxq->cache_pos += need;
+    rxq->cache_cnt -= need;
+    rxq->cache_idx = (rxq->cache_idx + need) % r->n;
+    return descs;
+}
+
+/* RDT written: read ahead as RXDCTL.PTHRESH and HTHRESH ask */
+void ixgbe_rx_prefetch(IxgbeCore *core, unsigned q)
+{
+    uint32_t rxdctl = ixgbe_get(core, ixgbe_rxq_reg(q, IXGBE_RXQ_RXDCTL));
+    uint32_t pthresh = rxdctl & IXGBE_RXDCTL_THRESH_MASK;
+    uint32_t hthresh = (rxdctl >> IXGBE_RXDCTL_HTHRESH_SHIFT) &
+                       IXGBE_RXDCTL_THRESH_MASK;
+    IxgbeRxQueue *rxq = &core->rxq[q];
+    uint32_t avail;
+    IxgbeRing r;
+
+    if (!pthresh || !(rxdctl & IXGBE_RXDCTL_ENABLE) ||
+        !ixgbe_rx_can_receive(core)) {
+        return;
+    }
+    ixgbe_ring_init(core, &r, false, q);
+    if (!r.n || *r.head >= r.n || r.tail >= r.n) {
+        return;
+    }
+    ixgbe_rx_cache_check(core, q, &r);
+    avail = MIN(IXGBE_RX_CACHE, ixgbe_ring_avail(&r));
+    if (rxq->cache_cnt < pthresh &&
+        avail - rxq->cache_cnt >= MAX(hthresh, 1)) {
+        /* A failure is reported when a frame needs the descriptors */
+        ixgbe_rx_cache_fill(core, q, avail - rxq->cache_cnt, false);
+    }
+}
+
+/*
+ * Write back the descriptors of one frame, cnt of them from ring entry
+ * idx on: now, or held until WTHRESH are pending or the interrupt fires.
+ */
+static void ixgbe_rx_complete(IxgbeCore *core, unsigned q, uint32_t idx,
+                              const IxgbeRxDesc *descs, uint32_t cnt)
+{
+    uint32_t rxdctl = ixgbe_get(core, ixgbe_rxq_reg(q, IXGBE_RXQ_RXDCTL));
+    uint32_t wthresh = (rxdctl >> IXGBE_RXDCTL_WTHRESH_SHIFT) &
+                       IXGBE_RXDCTL_THRESH_MASK;
+    unsigned qpp = ixgbe_sriov_queues_per_pool(core);
+    IxgbeRxQueue *rxq = &core->rxq[q];
+
+    uint32_t ivar = ixgbe_get(core, IXGBE_IVAR0 + (q / 2) * 4) >>
+                    ((q & 1) * 16);
+
+    if (!wthresh || !(ivar & IXGBE_IVAR_VALID) ||
+        (qpp && q / qpp < ixgbe_sriov_num_vfs(core))) {
+        /* Write back at once, after what was held */
+        ixgbe_rx_flush_writeback(core, q);
+        ixgbe_rx_desc_write(core, q, idx, descs, cnt);
+        return;
+    }
+    if (rxq->wb_cnt &&
+        ((rxq->wb_idx + rxq->wb_cnt) % rxq->n != idx ||
+         rxq->wb_cnt + cnt > IXGBE_RX_WB_MAX)) {
+        ixgbe_rx_flush_writeback(core, q);
+    }
+    if (!rxq->wb_cnt) {
+        rxq->wb_idx = idx;
+        core->rx_wb_map[q / 64] |= BIT_ULL(q % 64);
+    }
+    memcpy(rxq->wb + rxq->wb_cnt, descs, cnt * sizeof(descs[0]));
+    rxq->wb_cnt += cnt;
+    if (rxq->wb_cnt >= wthresh) {
+        ixgbe_rx_flush_writeback(core, q);
+    }
+}
+
 /* Write one frame into queue q's ring, straight from where it is */
 static IxgbeRxResult ixgbe_rx_to_ring(IxgbeCore *core, unsigned q,
                                       const IxgbeRxData *data,
@@ -951,8 +1193,9 @@ static IxgbeRxResult ixgbe_rx_to_ring(IxgbeCore *core, unsigned q,
                    IXGBE_SRRCTL_DESCTYPE_MASK) == IXGBE_SRRCTL_DESCTYPE_LEGACY;
     size_t len = data->len;
     unsigned need = DIV_ROUND_UP(len, bufsz);
-    IxgbeRxDesc descs[IXGBE_RX_MAX_BUFS];
+    IxgbeRxDesc *descs;
     size_t off = 0;
+    uint32_t first;
     IxgbeRing r;
 
     ixgbe_ring_init(core, &r, false, q);
@@ -976,13 +1219,14 @@ static IxgbeRxResult ixgbe_rx_to_ring(IxgbeCore *core, unsigned q,
         return IXGBE_RX_HELD;
     }
     /* Buffers are written only once every descriptor has been read */
-    if (!ixgbe_ring_fetch(core, &r, descs, need)) {
+    descs = ixgbe_rx_cache_take(core, q, &r, need);
+    if (!descs) {
         trace_ixgbe_rx_drop(q);
         return IXGBE_RX_DROPPED;
     }
 
+    first = *r.head;
     for (unsigned i = 0; i < need; i++) {
-        uint32_t idx = (*r.head + i) % r.n;
         uint64_t addr = le64_to_cpu(descs[i].read.pkt_addr);
         size_t chunk = MIN(bufsz, len - off);
         bool eop = i == need - 1;
@@ -998,12 +1242,11 @@ static IxgbeRxResult ixgbe_rx_to_ring(IxgbeCore *core, unsigned q,
             status |= info->status | (data->strip ? IXGBE_RXD_STAT_VP : 0);
         }
         ixgbe_rx_writeback(&descs[i], legacy, chunk, status, info, vlan_tag);
-        /* The descriptor is written back after its buffer */
-        ixgbe_rx_dma_write(core, q, ixgbe_ring_desc_addr(&r, idx), &descs[i],
-                           sizeof(descs[i]));
         off += chunk;
     }
-    *r.head = (*r.head + need) % r.n;
+    /* The descriptors are written back after their buffers */
+    ixgbe_rx_complete(core, q, first, descs, need);
+    *r.head = (first + need) % r.n;
     return IXGBE_RX_DELIVERED;
 }
 
@@ -1219,6 +1462,8 @@ void ixgbe_datapath_uninit(IxgbeCore *core)
 void ixgbe_datapath_reset(IxgbeCore *core)
 {
     memset(core->txq, 0, sizeof(core->txq));
+    memset(core->rxq, 0, sizeof(core->rxq));
+    memset(core->rx_wb_map, 0, sizeof(core->rx_wb_map));
 }
 
 /*

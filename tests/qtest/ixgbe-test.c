@@ -833,6 +833,316 @@ static void test_eitr(void)
     ixgbe_test_stop(&t);
 }
 
+/* ------------------------------------------------------------------ */
+/* Receive descriptor cache and write-back batching                    */
+/* ------------------------------------------------------------------ */
+
+/* Wait until queue q's head is at want: the device has taken the frames */
+static void wait_rdh(IxgbeTest *t, unsigned q, uint32_t want)
+{
+    for (int i = 0; i < 5000 && rd(t, rxq(q, IXGBE_RXQ_RDH)) != want; i++) {
+        g_usleep(1000);
+    }
+    g_assert_cmpuint(rd(t, rxq(q, IXGBE_RXQ_RDH)), ==, want);
+}
+
+static bool rx_dd(IxgbeTest *t, const RxRing *r, unsigned idx)
+{
+    uint8_t wb[DESC_SIZE];
+
+    return rx_desc_done(t, r, idx, wb);
+}
+
+/* Give descriptor idx its buffer again, as a driver refilling the ring */
+static void rx_rearm(IxgbeTest *t, const RxRing *r, unsigned idx)
+{
+    uint8_t d[DESC_SIZE] = { 0 };
+
+    stq_le_p(d, r->bufs + idx * RX_BUF_SIZE);
+    qtest_memwrite(t->qts, r->ring + idx * DESC_SIZE, d, sizeof(d));
+}
+
+static void rx_set_thresholds(IxgbeTest *t, unsigned q, unsigned pthresh,
+                              unsigned hthresh, unsigned wthresh)
+{
+    uint32_t v = IXGBE_RXDCTL_ENABLE | pthresh |
+                 (hthresh << IXGBE_RXDCTL_HTHRESH_SHIFT) |
+                 (wthresh << IXGBE_RXDCTL_WTHRESH_SHIFT);
+
+    wr(t, rxq(q, IXGBE_RXQ_RXDCTL), v);
+    g_assert_cmphex(rd(t, rxq(q, IXGBE_RXQ_RXDCTL)), ==, v);
+}
+
+/* RX queue 0 on MSI-X vector 2, auto-cleared, with an interval of 200 us */
+#define WB_VECTOR       2
+#define WB_INTERVAL_US  200
+
+static void wb_vector_setup(IxgbeTest *t)
+{
+    msix_setup(t);
+    ivar_rx(t, 0, WB_VECTOR);
+    wr(t, IXGBE_EIAC, BIT(WB_VECTOR));
+    wr(t, IXGBE_EIMS, BIT(WB_VECTOR));
+    wr(t, eitr(WB_VECTOR), (WB_INTERVAL_US / 2) << 3);
+}
+
+static void send_sized(IxgbeTest *t, size_t len, uint8_t seed)
+{
+    uint8_t frame[2048];
+
+    build_frame(frame, test_mac, len, seed);
+    backend_send(t, frame, len);
+}
+
+/*
+ * RXDCTL.WTHRESH: completed descriptors are written back when WTHRESH of
+ * them are pending or when the queue's vector fires, not before; the data
+ * is in memory at once; a frame spanning two buffers is written back
+ * whole; a disabled queue writes back what it held.
+ */
+static void test_rx_wthresh(void)
+{
+    uint8_t frame[2048], wb[DESC_SIZE];
+    IxgbeTest t;
+    RxRing r;
+
+    ixgbe_test_start(&t);
+    rx_ring_setup(&t, &r, 0, 16);
+    rx_enable(&t);
+    wb_vector_setup(&t);
+    rx_set_thresholds(&t, 0, 0, 0, 4);
+
+    /* The first frame's interrupt goes out at once and writes it back */
+    send_sized(&t, 60, 1);
+    wait_rdh(&t, 0, 1);
+    g_assert_true(rx_dd(&t, &r, 0));
+    msix_test_clear_pending(&t, WB_VECTOR);
+
+    /* Three more are held (3 < WTHRESH) while the interval runs */
+    for (unsigned i = 1; i <= 3; i++) {
+        send_sized(&t, 60 + i, 1 + i);
+        wait_rdh(&t, 0, 1 + i);
+    }
+    for (unsigned i = 1; i <= 3; i++) {
+        g_assert_false(rx_dd(&t, &r, i));
+    }
+    build_frame(frame, test_mac, 63, 4);
+    rx_check_data(&t, &r, 3, frame, 63);
+    msix_test_clear_pending(&t, -1);
+
+    /* The fourth reaches WTHRESH: all four are written back */
+    send_sized(&t, 64, 5);
+    wait_rdh(&t, 0, 5);
+    for (unsigned i = 1; i <= 4; i++) {
+        g_assert_true(rx_desc_done(&t, &r, i, wb));
+        g_assert_cmpuint(rx_wb_length(wb), ==, 60 + i);
+    }
+    msix_test_clear_pending(&t, -1);
+
+    /* One held frame is written back when the interval ends */
+    send_sized(&t, 70, 6);
+    wait_rdh(&t, 0, 6);
+    g_assert_false(rx_dd(&t, &r, 5));
+    qtest_clock_step(t.qts, (WB_INTERVAL_US / 2) * SCALE_US);
+    g_assert_false(rx_dd(&t, &r, 5));
+    msix_test_clear_pending(&t, -1);
+    qtest_clock_step(t.qts, (WB_INTERVAL_US / 2 + 10) * SCALE_US);
+    g_assert_true(rx_dd(&t, &r, 5));
+    msix_test_clear_pending(&t, WB_VECTOR);
+
+    /* Two frames of two buffers each: held until the fourth descriptor */
+    send_sized(&t, 1400, 7);
+    wait_rdh(&t, 0, 8);
+    g_assert_false(rx_dd(&t, &r, 6));
+    g_assert_false(rx_dd(&t, &r, 7));
+    send_sized(&t, 1300, 8);
+    wait_rdh(&t, 0, 10);
+    g_assert_true(rx_desc_done(&t, &r, 6, wb));
+    g_assert_cmphex(rx_wb_status(wb) & IXGBE_RXD_STAT_EOP, ==, 0);
+    g_assert_cmpuint(rx_wb_length(wb), ==, RX_BUF_SIZE);
+    g_assert_true(rx_desc_done(&t, &r, 7, wb));
+    g_assert_cmphex(rx_wb_status(wb) & IXGBE_RXD_STAT_EOP, ==,
+                    IXGBE_RXD_STAT_EOP);
+    g_assert_cmpuint(rx_wb_length(wb), ==, 1400 - RX_BUF_SIZE);
+    g_assert_true(rx_desc_done(&t, &r, 9, wb));
+    g_assert_cmpuint(rx_wb_length(wb), ==, 1300 - RX_BUF_SIZE);
+    build_frame(frame, test_mac, 1400, 7);
+    rx_check_data(&t, &r, 6, frame, RX_BUF_SIZE);
+    rx_check_data(&t, &r, 7, frame + RX_BUF_SIZE, 1400 - RX_BUF_SIZE);
+
+    /* A held descriptor is written back when the queue is disabled */
+    send_sized(&t, 80, 9);
+    wait_rdh(&t, 0, 11);
+    g_assert_false(rx_dd(&t, &r, 10));
+    wr(&t, rxq(0, IXGBE_RXQ_RXDCTL), 4u << IXGBE_RXDCTL_WTHRESH_SHIFT);
+    g_assert_true(rx_dd(&t, &r, 10));
+
+    g_assert_cmpuint(rd(&t, IXGBE_QPRC0), ==, 9);
+    ixgbe_test_stop(&t);
+}
+
+/*
+ * A ring with fewer descriptors than WTHRESH: the frames that fill it are
+ * written back by the interrupt, a frame without descriptors waits
+ * (RDT = RDH) and is taken once the driver gives some back, and with
+ * SRRCTL.DROP_EN it is dropped and counted in RNBC.
+ */
+static void test_rx_wthresh_ring_full(void)
+{
+    uint8_t wb[DESC_SIZE];
+    uint32_t rnbc = 0;
+    IxgbeTest t;
+    RxRing r;
+
+    ixgbe_test_start(&t);
+    rx_ring_setup(&t, &r, 0, 8);
+    rx_enable(&t);
+    wb_vector_setup(&t);
+    rx_set_thresholds(&t, 0, 0, 0, 16);
+
+    send_sized(&t, 60, 1);
+    wait_rdh(&t, 0, 1);
+    g_assert_true(rx_dd(&t, &r, 0));
+    msix_test_clear_pending(&t, WB_VECTOR);
+    for (unsigned i = 1; i < 7; i++) {
+        send_sized(&t, 60, 1 + i);
+    }
+    wait_rdh(&t, 0, 7);
+    /* The ring is full (RDH = RDT): the eighth frame waits */
+    send_sized(&t, 90, 8);
+    g_usleep(SILENCE_MS * 1000);
+    g_assert_cmpuint(rd(&t, rxq(0, IXGBE_RXQ_RDH)), ==, 7);
+    g_assert_cmpuint(rd(&t, IXGBE_RNBC0), ==, 0);
+    for (unsigned i = 1; i < 7; i++) {
+        g_assert_false(rx_dd(&t, &r, i));
+    }
+    /* The interval ends: the interrupt writes back what the ring holds */
+    qtest_clock_step(t.qts, (WB_INTERVAL_US + 10) * SCALE_US);
+    for (unsigned i = 1; i < 7; i++) {
+        g_assert_true(rx_dd(&t, &r, i));
+    }
+    msix_test_clear_pending(&t, WB_VECTOR);
+
+    /* The driver gives 7, 0..5 back: the waiting frame takes entry 7 */
+    rx_rearm(&t, &r, 7);
+    for (unsigned i = 0; i < 6; i++) {
+        rx_rearm(&t, &r, i);
+    }
+    wr(&t, rxq(0, IXGBE_RXQ_RDT), 6);
+    wait_rdh(&t, 0, 0);
+    qtest_clock_step(t.qts, (WB_INTERVAL_US + 10) * SCALE_US);
+    g_assert_true(rx_desc_done(&t, &r, 7, wb));
+    g_assert_cmpuint(rx_wb_length(wb), ==, 90);
+    msix_test_clear_pending(&t, WB_VECTOR);
+
+    /* With DROP_EN, a frame finding no descriptor is counted and lost */
+    wr(&t, rxq(0, IXGBE_RXQ_SRRCTL),
+       rd(&t, rxq(0, IXGBE_RXQ_SRRCTL)) | IXGBE_SRRCTL_DROP_EN);
+    for (unsigned i = 0; i < 6; i++) {
+        send_sized(&t, 60, 20 + i);
+    }
+    wait_rdh(&t, 0, 6);
+    send_sized(&t, 60, 30);
+    for (int i = 0; i < 5000 && !rnbc; i++) {
+        g_usleep(1000);
+        rnbc += rd(&t, IXGBE_RNBC0);
+    }
+    g_assert_cmpuint(rnbc, ==, 1);
+    g_assert_cmpuint(rd(&t, rxq(0, IXGBE_RXQ_RDH)), ==, 6);
+    g_assert_cmpuint(rd(&t, IXGBE_QPRDC0), ==, 1);
+    ixgbe_test_stop(&t);
+}
+
+/*
+ * RXDCTL.PTHRESH/HTHRESH: a tail write reads descriptors ahead, as many
+ * as were made available; a descriptor the driver rewrites after that is
+ * used as it was read.
+ */
+static void test_rx_prefetch(void)
+{
+    uint8_t frame[128], got[128];
+    uint64_t alt;
+    IxgbeTest t;
+    RxRing r;
+
+    ixgbe_test_start(&t);
+    rx_ring_setup(&t, &r, 0, 16);
+    alt = guest_alloc(&t.qs->alloc, 2 * RX_BUF_SIZE);
+    qtest_memset(t.qts, alt, 0, 2 * RX_BUF_SIZE);
+    rx_enable(&t);
+    wr(&t, rxq(0, IXGBE_RXQ_RDT), 0);
+    rx_set_thresholds(&t, 0, 8, 1, 0);
+
+    /* Entries 0..3 are read at the tail write */
+    wr(&t, rxq(0, IXGBE_RXQ_RDT), 4);
+    qtest_writeq(t.qts, r.ring, alt);
+    qtest_writeq(t.qts, r.ring + 4 * DESC_SIZE, alt + RX_BUF_SIZE);
+    /* 4 < PTHRESH cached, 4 >= HTHRESH more: entries 4..7 are read */
+    wr(&t, rxq(0, IXGBE_RXQ_RDT), 8);
+
+    for (unsigned i = 0; i < 5; i++) {
+        send_sized(&t, 100, 40 + i);
+    }
+    wait_rdh(&t, 0, 5);
+    build_frame(frame, test_mac, 100, 40);
+    rx_check_data(&t, &r, 0, frame, 100);
+    build_frame(frame, test_mac, 100, 44);
+    qtest_memread(t.qts, alt + RX_BUF_SIZE, got, 100);
+    g_assert_cmpmem(got, 100, frame, 100);
+    /* Nothing went to the rewritten address of entry 0 */
+    qtest_memread(t.qts, alt, got, 100);
+    for (unsigned i = 0; i < 100; i++) {
+        g_assert_cmpuint(got[i], ==, 0);
+    }
+    ixgbe_test_stop(&t);
+}
+
+/*
+ * Migration with write-backs held: stopping the VM writes them back, so
+ * the destination's RAM has them; the destination reads the rest of the
+ * ring afresh and goes on where the source stopped.
+ */
+static void test_rx_wthresh_migration(void)
+{
+    g_autofree char *path = NULL;
+    uint8_t frame[128];
+    IxgbeTest src, dst;
+    RxRing r;
+
+    ixgbe_test_start(&src);
+    rx_ring_setup(&src, &r, 0, 16);
+    rx_enable(&src);
+    wb_vector_setup(&src);
+    rx_set_thresholds(&src, 0, 0, 0, 8);
+    send_sized(&src, 60, 1);
+    wait_rdh(&src, 0, 1);
+    msix_test_clear_pending(&src, WB_VECTOR);
+    send_sized(&src, 61, 2);
+    send_sized(&src, 62, 3);
+    wait_rdh(&src, 0, 3);
+    g_assert_false(rx_dd(&src, &r, 1));
+    g_assert_false(rx_dd(&src, &r, 2));
+
+    path = save_to_file(&src);
+    g_assert_true(rx_dd(&src, &r, 1));
+    g_assert_true(rx_dd(&src, &r, 2));
+    ixgbe_test_stop(&src);
+
+    g_assert_true(load_from_file(&dst, path));
+    g_assert_true(rx_dd(&dst, &r, 1));
+    g_assert_true(rx_dd(&dst, &r, 2));
+    g_assert_false(rx_dd(&dst, &r, 3));
+    qtest_qmp_assert_success(dst.qts, "{'execute': 'cont'}");
+    send_sized(&dst, 100, 4);
+    wait_rdh(&dst, 0, 4);
+    qtest_clock_step(dst.qts, (WB_INTERVAL_US + 10) * SCALE_US);
+    g_assert_true(rx_dd(&dst, &r, 3));
+    build_frame(frame, test_mac, 100, 4);
+    rx_check_data(&dst, &r, 3, frame, 100);
+    ixgbe_test_stop(&dst);
+    unlink(path);
+}
+
 static void set_link(IxgbeTest *t, bool up)
 {
     qtest_qmp_assert_success(t->qts, "{'execute': 'set_link', 'arguments':"
@@ -1571,6 +1881,10 @@ int main(int argc, char **argv)
     qtest_add_func("ixgbe/rss", test_rss);
     qtest_add_func("ixgbe/msix-routing", test_msix_routing);
     qtest_add_func("ixgbe/eitr", test_eitr);
+    qtest_add_func("ixgbe/rx/wthresh", test_rx_wthresh);
+    qtest_add_func("ixgbe/rx/wthresh-ring-full", test_rx_wthresh_ring_full);
+    qtest_add_func("ixgbe/rx/prefetch", test_rx_prefetch);
+    qtest_add_func("ixgbe/rx/wthresh-migration", test_rx_wthresh_migration);
     qtest_add_func("ixgbe/link", test_link);
     qtest_add_func("ixgbe/ptp/clock", test_ptp_clock);
     qtest_add_func("ixgbe/ptp/tx-stamp", test_ptp_tx_stamp);
