@@ -1165,9 +1165,14 @@ static void ixgbe_rx_complete(IxgbeCore *core, unsigned q, uint32_t idx,
         ixgbe_rx_desc_write(core, q, idx, descs, cnt);
         return;
     }
+    /*
+     * Held write-backs are one run of the ring, at most a ring's worth:
+     * a driver that hands descriptors back before it saw them written
+     * back gets the older ones first.
+     */
     if (rxq->wb_cnt &&
         ((rxq->wb_idx + rxq->wb_cnt) % rxq->n != idx ||
-         rxq->wb_cnt + cnt > IXGBE_RX_WB_MAX)) {
+         rxq->wb_cnt + cnt > MIN(IXGBE_RX_WB_MAX, rxq->n))) {
         ixgbe_rx_flush_writeback(core, q);
     }
     if (!rxq->wb_cnt) {

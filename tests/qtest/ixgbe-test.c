@@ -1054,6 +1054,57 @@ static void test_rx_wthresh_ring_full(void)
 }
 
 /*
+ * A driver that hands descriptors back without waiting for their
+ * write-back (no interrupt ever fires: the vector is masked), three times
+ * round a ring smaller than WTHRESH: the held write-backs never cover
+ * more than the ring, so nothing is written past its end.
+ */
+static void test_rx_wthresh_reused_ring(void)
+{
+    static const uint8_t canary[256] = { [0 ... 255] = 0xcc };
+    uint8_t after[sizeof(canary)];
+    uint64_t ring;
+    IxgbeTest t;
+    RxRing r;
+
+    ixgbe_test_start(&t);
+    rx_ring_setup(&t, &r, 0, 8);
+    ring = guest_alloc(&t.qs->alloc, 8 * DESC_SIZE + sizeof(canary));
+    for (unsigned i = 0; i < 8; i++) {
+        qtest_writeq(t.qts, ring + i * DESC_SIZE, r.bufs + i * RX_BUF_SIZE);
+        qtest_writeq(t.qts, ring + i * DESC_SIZE + 8, 0);
+    }
+    qtest_memwrite(t.qts, ring + 8 * DESC_SIZE, canary, sizeof(canary));
+    wr(&t, rxq(0, IXGBE_RXQ_RDBAL), (uint32_t)ring);
+    wr(&t, rxq(0, IXGBE_RXQ_RDBAH), ring >> 32);
+    wr(&t, rxq(0, IXGBE_RXQ_RDH), 0);
+    r.ring = ring;
+    rx_enable(&t);
+    msix_setup(&t);
+    ivar_rx(&t, 0, WB_VECTOR);
+    rx_set_thresholds(&t, 0, 0, 0, 100);
+
+    for (unsigned round = 0; round < 3; round++) {
+        for (unsigned i = 0; i < 7; i++) {
+            send_sized(&t, 60, round * 7 + i);
+        }
+        wait_rdh(&t, 0, (7 * (round + 1)) % 8);
+        wr(&t, rxq(0, IXGBE_RXQ_RDT), (7 * (round + 2)) % 8);
+    }
+    qtest_memread(t.qts, ring + 8 * DESC_SIZE, after, sizeof(after));
+    g_assert_cmpmem(after, sizeof(after), canary, sizeof(canary));
+    /* Disabling the queue writes back what it still holds */
+    wr(&t, rxq(0, IXGBE_RXQ_RXDCTL), 0);
+    for (unsigned i = 0; i < 8; i++) {
+        g_assert_true(rx_dd(&t, &r, i));
+    }
+    qtest_memread(t.qts, ring + 8 * DESC_SIZE, after, sizeof(after));
+    g_assert_cmpmem(after, sizeof(after), canary, sizeof(canary));
+    g_assert_cmpuint(rd(&t, IXGBE_QPRC0), ==, 21);
+    ixgbe_test_stop(&t);
+}
+
+/*
  * RXDCTL.PTHRESH/HTHRESH: a tail write reads descriptors ahead, as many
  * as were made available; a descriptor the driver rewrites after that is
  * used as it was read.
@@ -1884,6 +1935,8 @@ int main(int argc, char **argv)
     qtest_add_func("ixgbe/rx/wthresh", test_rx_wthresh);
     qtest_add_func("ixgbe/rx/wthresh-ring-full", test_rx_wthresh_ring_full);
     qtest_add_func("ixgbe/rx/prefetch", test_rx_prefetch);
+    qtest_add_func("ixgbe/bad-input/rx-wthresh-reused-ring",
+                   test_rx_wthresh_reused_ring);
     qtest_add_func("ixgbe/rx/wthresh-migration", test_rx_wthresh_migration);
     qtest_add_func("ixgbe/link", test_link);
     qtest_add_func("ixgbe/ptp/clock", test_ptp_clock);
