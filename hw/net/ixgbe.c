@@ -409,6 +409,13 @@ static int ixgbe_post_load(void *opaque, int version_id)
     return ixgbe_core_post_load(&s->core);
 }
 
+static int ixgbe_pre_save(void *opaque)
+{
+    IxgbeState *s = opaque;
+
+    return ixgbe_core_pre_save(&s->core);
+}
+
 static bool ixgbe_txq_frags_needed(void *opaque)
 {
     IxgbeTxQueue *txq = opaque;
@@ -623,6 +630,7 @@ static const VMStateDescription ixgbe_vmstate = {
     .name = "ixgbe",
     .version_id = 1,
     .minimum_version_id = 1,
+    .pre_save = ixgbe_pre_save,
     .post_load = ixgbe_post_load,
     .fields = (const VMStateField[]) {
         VMSTATE_PCI_DEVICE(parent_obj, IxgbeState),

@@ -16,6 +16,7 @@
 #include "qemu/log.h"
 #include "qemu/error-report.h"
 #include "qemu/timer.h"
+#include "system/runstate.h"
 #include "net/net.h"
 #include "hw/pci/pci_device.h"
 #include "hw/pci/msi.h"
@@ -106,18 +107,34 @@ static uint32_t ixgbe_ivar_entry(IxgbeCore *core, unsigned queue, bool is_tx)
     return (ivar >> ((queue & 1) * 16 + (is_tx ? 8 : 0))) & 0xFF;
 }
 
-static void ixgbe_flush_tx_writeback_for(IxgbeCore *core, int vector)
+static bool ixgbe_ivar_routes(uint32_t ent, int vector)
+{
+    return vector < 0 || ((ent & IXGBE_IVAR_VALID) &&
+                          (ent & IXGBE_IVAR_VECTOR_MASK) == vector);
+}
+
+/*
+ * An interrupt is about to be signalled on vector (-1: the one MSI/INTx
+ * vector): the queues it serves write back the descriptors they hold.
+ */
+static void ixgbe_flush_writeback_for(IxgbeCore *core, int vector)
 {
     for (unsigned q = 0; q < IXGBE_NUM_QUEUES; q++) {
-        uint32_t ent;
-
-        if (!core->txq[q].wb_pending) {
-            continue;
-        }
-        ent = ixgbe_ivar_entry(core, q, true);
-        if (vector < 0 || ((ent & IXGBE_IVAR_VALID) &&
-                           (ent & IXGBE_IVAR_VECTOR_MASK) == vector)) {
+        if (core->txq[q].wb_pending &&
+            ixgbe_ivar_routes(ixgbe_ivar_entry(core, q, true), vector)) {
             ixgbe_tx_flush_writeback(core, q);
+        }
+    }
+    for (unsigned w = 0; w < ARRAY_SIZE(core->rx_wb_map); w++) {
+        uint64_t map = core->rx_wb_map[w];
+
+        while (map) {
+            unsigned q = w * 64 + ctz64(map);
+
+            map &= map - 1;
+            if (ixgbe_ivar_routes(ixgbe_ivar_entry(core, q, false), vector)) {
+                ixgbe_rx_flush_writeback(core, q);
+            }
         }
     }
 }
@@ -140,7 +157,7 @@ static void ixgbe_msix_fire(IxgbeCore *core, unsigned v)
     uint32_t eiac = ixgbe_get(core, IXGBE_EIAC);
     uint64_t bit = BIT_ULL(v);
 
-    ixgbe_flush_tx_writeback_for(core, v);
+    ixgbe_flush_writeback_for(core, v);
 
     if (v >= 16 || (eiac & bit)) {
         core->vec_cause &= ~bit;
@@ -199,7 +216,7 @@ static void ixgbe_update_interrupts(IxgbeCore *core)
             pci_set_irq(d, 0);
         }
         if (ixgbe_legacy_pending(core) && !core->vec[0].armed) {
-            ixgbe_flush_tx_writeback_for(core, -1);
+            ixgbe_flush_writeback_for(core, -1);
             if (msix_enabled(d)) {
                 trace_ixgbe_irq_msix(0);
                 msix_notify(d, 0);
@@ -215,7 +232,7 @@ static void ixgbe_update_interrupts(IxgbeCore *core)
     if (ixgbe_legacy_pending(core) != core->intx_level) {
         core->intx_level = !core->intx_level;
         if (core->intx_level) {
-            ixgbe_flush_tx_writeback_for(core, -1);
+            ixgbe_flush_writeback_for(core, -1);
         }
         trace_ixgbe_irq_intx(core->intx_level);
         pci_set_irq(d, core->intx_level);
@@ -539,13 +556,33 @@ static void ixgbe_rx_kick(IxgbeCore *core)
 static void ixgbe_write_rdt(IxgbeCore *core, hwaddr addr, uint32_t val,
                             uint32_t old)
 {
-    trace_ixgbe_rx_tail(ixgbe_rxq_of(addr), val & 0xFFFF);
+    unsigned q = ixgbe_rxq_of(addr);
+
+    trace_ixgbe_rx_tail(q, val & 0xFFFF);
+    ixgbe_rx_prefetch(core, q);
     ixgbe_rx_kick(core);
+}
+
+/* RDBAL, RDBAH, RDLEN, RDH: the ring is being set up anew */
+static void ixgbe_write_rx_ring(IxgbeCore *core, hwaddr addr, uint32_t val,
+                                uint32_t old)
+{
+    ixgbe_rx_queue_sync(core, ixgbe_rxq_of(addr));
 }
 
 static void ixgbe_write_rx_enable(IxgbeCore *core, hwaddr addr, uint32_t val,
                                   uint32_t old)
 {
+    ixgbe_rx_kick(core);
+}
+
+static void ixgbe_write_rxdctl(IxgbeCore *core, hwaddr addr, uint32_t val,
+                               uint32_t old)
+{
+    if (!(val & IXGBE_RXDCTL_ENABLE) || (val & IXGBE_RXDCTL_SWFLSH)) {
+        /* A disabled or flushed queue writes back what it completed */
+        ixgbe_rx_queue_sync(core, ixgbe_rxq_of(addr));
+    }
     ixgbe_rx_kick(core);
 }
 
@@ -676,26 +713,34 @@ static const IxgbeRegDesc ixgbe_reg_table[] = {
     PLAIN("ANLP2", IXGBE_ANLP2, 1, 4, 0, 0),
 
     /* Receive queues 0..63 and 64..127 */
-    PLAIN("RDBAL", RQ(IXGBE_RXQ_RDBAL), 64, 0x40, 0, 0xFFFFFF80),
-    PLAIN("RDBAL", RQH(IXGBE_RXQ_RDBAL), 64, 0x40, 0, 0xFFFFFF80),
-    PLAIN("RDBAH", RQ(IXGBE_RXQ_RDBAH), 64, 0x40, 0, ALL),
-    PLAIN("RDBAH", RQH(IXGBE_RXQ_RDBAH), 64, 0x40, 0, ALL),
-    PLAIN("RDLEN", RQ(IXGBE_RXQ_RDLEN), 64, 0x40, 0, 0x000FFF80),
-    PLAIN("RDLEN", RQH(IXGBE_RXQ_RDLEN), 64, 0x40, 0, 0x000FFF80),
+    REG("RDBAL", RQ(IXGBE_RXQ_RDBAL), 64, 0x40, 0, 0xFFFFFF80, 0, NULL,
+        ixgbe_write_rx_ring),
+    REG("RDBAL", RQH(IXGBE_RXQ_RDBAL), 64, 0x40, 0, 0xFFFFFF80, 0, NULL,
+        ixgbe_write_rx_ring),
+    REG("RDBAH", RQ(IXGBE_RXQ_RDBAH), 64, 0x40, 0, ALL, 0, NULL,
+        ixgbe_write_rx_ring),
+    REG("RDBAH", RQH(IXGBE_RXQ_RDBAH), 64, 0x40, 0, ALL, 0, NULL,
+        ixgbe_write_rx_ring),
+    REG("RDLEN", RQ(IXGBE_RXQ_RDLEN), 64, 0x40, 0, 0x000FFF80, 0, NULL,
+        ixgbe_write_rx_ring),
+    REG("RDLEN", RQH(IXGBE_RXQ_RDLEN), 64, 0x40, 0, 0x000FFF80, 0, NULL,
+        ixgbe_write_rx_ring),
     PLAIN("DCA_RXCTRL", RQ(IXGBE_RXQ_DCA), 64, 0x40, 0x2200, ALL),
     PLAIN("DCA_RXCTRL", RQH(IXGBE_RXQ_DCA), 64, 0x40, 0x2200, ALL),
-    PLAIN("RDH", RQ(IXGBE_RXQ_RDH), 64, 0x40, 0, 0xFFFF),
-    PLAIN("RDH", RQH(IXGBE_RXQ_RDH), 64, 0x40, 0, 0xFFFF),
+    REG("RDH", RQ(IXGBE_RXQ_RDH), 64, 0x40, 0, 0xFFFF, 0, NULL,
+        ixgbe_write_rx_ring),
+    REG("RDH", RQH(IXGBE_RXQ_RDH), 64, 0x40, 0, 0xFFFF, 0, NULL,
+        ixgbe_write_rx_ring),
     PLAIN("SRRCTL", RQ(IXGBE_RXQ_SRRCTL), 64, 0x40, 0x0402, 0x1E403F7F),
     PLAIN("SRRCTL", RQH(IXGBE_RXQ_SRRCTL), 64, 0x40, 0x0402, 0x1E403F7F),
     REG("RDT", RQ(IXGBE_RXQ_RDT), 64, 0x40, 0, 0xFFFF, 0, NULL,
         ixgbe_write_rdt),
     REG("RDT", RQH(IXGBE_RXQ_RDT), 64, 0x40, 0, 0xFFFF, 0, NULL,
         ixgbe_write_rdt),
-    REG("RXDCTL", RQ(IXGBE_RXQ_RXDCTL), 64, 0x40, 0, 0x46007F7F, 0, NULL,
-        ixgbe_write_rx_enable),
-    REG("RXDCTL", RQH(IXGBE_RXQ_RXDCTL), 64, 0x40, 0, 0x46007F7F, 0, NULL,
-        ixgbe_write_rx_enable),
+    REG("RXDCTL", RQ(IXGBE_RXQ_RXDCTL), 64, 0x40, 0, 0x467F7F7F, 0, NULL,
+        ixgbe_write_rxdctl),
+    REG("RXDCTL", RQH(IXGBE_RXQ_RXDCTL), 64, 0x40, 0, 0x467F7F7F, 0, NULL,
+        ixgbe_write_rxdctl),
     PLAIN("RQSMR", IXGBE_RQSMR0, 32, 4, 0, 0x0F0F0F0F),
     REG("RDRXCTL", IXGBE_RDRXCTL, 1, 4, 0x00000880, ALL, 0,
         ixgbe_read_rdrxctl, NULL),
@@ -1102,6 +1147,20 @@ void ixgbe_core_set_link_status(IxgbeCore *core)
     }
 }
 
+/*
+ * The VM stops (before a migration's last pass over RAM, or a snapshot):
+ * descriptors whose write-back WTHRESH holds are written now, so that the
+ * RAM that is saved has them.
+ */
+static void ixgbe_vm_state_change(void *opaque, bool running, RunState state)
+{
+    IxgbeCore *core = opaque;
+
+    if (!running) {
+        ixgbe_rx_flush_all(core, false);
+    }
+}
+
 void ixgbe_core_realize(IxgbeCore *core, PCIDevice *owner, NICState *nic,
                         const uint8_t *macaddr)
 {
@@ -1118,10 +1177,14 @@ void ixgbe_core_realize(IxgbeCore *core, PCIDevice *owner, NICState *nic,
     ixgbe_datapath_init(core);
     ixgbe_fdir_init(core);
     ixgbe_sriov_realize(core);
+    core->vm_state = qemu_add_vm_change_state_handler(ixgbe_vm_state_change,
+                                                      core);
 }
 
 void ixgbe_core_unrealize(IxgbeCore *core)
 {
+    qemu_del_vm_change_state_handler(core->vm_state);
+    core->vm_state = NULL;
     for (unsigned v = 0; v < IXGBE_MSIX_VECTORS; v++) {
         timer_free(core->vec[v].timer);
         core->vec[v].timer = NULL;
@@ -1158,6 +1221,19 @@ static bool ixgbe_regs_valid(IxgbeCore *core)
         }
     }
     return true;
+}
+
+/*
+ * Saving the state: nothing held may stay behind.  The VM stopped first,
+ * which wrote back held descriptors (ixgbe_vm_state_change) while RAM was
+ * still being saved; this is a second sweep that finds nothing in that
+ * case.  What was read ahead is dropped: the destination reads the same
+ * descriptors from its ring again.
+ */
+int ixgbe_core_pre_save(IxgbeCore *core)
+{
+    ixgbe_rx_flush_all(core, true);
+    return 0;
 }
 
 /*

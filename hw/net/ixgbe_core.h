@@ -45,6 +45,32 @@ typedef struct IxgbeTxQueue {
     uint32_t frag_len[IXGBE_MAX_TX_FRAGS];
 } IxgbeTxQueue;
 
+/* Buffers the largest frame (MAXFRS, VLAN tag and CRC kept) can need */
+#define IXGBE_RX_MAX_BUFS   DIV_ROUND_UP(0xFFFF + 8, KiB)
+/* Receive descriptors a queue reads ahead: at least a frame's worth */
+#define IXGBE_RX_CACHE      IXGBE_RX_MAX_BUFS
+/* Receive write-backs a queue holds (WTHRESH is at most 127) */
+#define IXGBE_RX_WB_MAX     128
+
+/*
+ * Per RX queue state that is not visible in registers (ixgbe_datapath.c):
+ * descriptors read ahead, and completed descriptors whose write-back
+ * RXDCTL.WTHRESH holds back.  Neither migrates: write-backs are flushed
+ * when the VM stops, and the read-ahead is dropped when the state is
+ * saved (the destination reads the same descriptors again).
+ */
+typedef struct IxgbeRxQueue {
+    uint64_t base;              /* the ring both belong to */
+    uint32_t n;
+    uint32_t cache_idx;         /* ring entry of cache[cache_pos] */
+    uint32_t cache_pos;
+    uint32_t cache_cnt;
+    uint32_t wb_idx;            /* ring entry of wb[0] */
+    uint32_t wb_cnt;
+    IxgbeRxDesc cache[IXGBE_RX_CACHE];
+    IxgbeRxDesc wb[IXGBE_RX_WB_MAX];
+} IxgbeRxQueue;
+
 /* Per MSI-X vector (or the single MSI/INTx vector) moderation state */
 typedef struct IxgbeCore IxgbeCore;
 typedef struct IxgbeFdir IxgbeFdir;     /* ixgbe_fdir.h */
@@ -111,6 +137,9 @@ struct IxgbeCore {
     uint64_t qde[2];            /* QDE: per receive queue drop enable */
 
     IxgbeTxQueue txq[IXGBE_NUM_QUEUES];
+    IxgbeRxQueue rxq[IXGBE_NUM_QUEUES];
+    uint64_t rx_wb_map[2];      /* queues holding write-backs */
+    VMChangeStateEntry *vm_state;
     struct NetTxPkt *tx_pkt;    /* the packet being sent (any queue) */
     struct NetRxPkt *rx_pkt;
 
@@ -127,6 +156,7 @@ uint64_t ixgbe_core_read(IxgbeCore *core, hwaddr addr, unsigned size);
 void ixgbe_core_write(IxgbeCore *core, hwaddr addr, uint64_t val,
                       unsigned size);
 void ixgbe_core_set_link_status(IxgbeCore *core);
+int ixgbe_core_pre_save(IxgbeCore *core);
 int ixgbe_core_post_load(IxgbeCore *core);
 
 /* Interrupt causes raised by the datapath */
@@ -136,6 +166,10 @@ void ixgbe_raise_other_cause(IxgbeCore *core, uint32_t cause);
 /* Datapath (ixgbe_datapath.c) */
 void ixgbe_tx_kick(IxgbeCore *core, unsigned queue);
 void ixgbe_tx_flush_writeback(IxgbeCore *core, unsigned queue);
+void ixgbe_rx_flush_writeback(IxgbeCore *core, unsigned queue);
+void ixgbe_rx_queue_sync(IxgbeCore *core, unsigned queue);
+void ixgbe_rx_flush_all(IxgbeCore *core, bool drop_cache);
+void ixgbe_rx_prefetch(IxgbeCore *core, unsigned queue);
 bool ixgbe_rx_can_receive(IxgbeCore *core);
 ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
                          int iovcnt, bool loopback);

@@ -14,6 +14,8 @@
  * advanced one-buffer and legacy descriptors, frames spanning several
  * buffers, checksum and RSS-hash write-back, and
  * per-queue drop (SRRCTL.DROP_EN) when a ring has no free descriptors.
+ * A received frame is not copied: classification reads its first bytes
+ * and the guest's buffers are written from the backend's pieces.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -41,8 +43,6 @@
 #define IXGBE_RX_BUF_DEFAULT    2048
 /* The largest TSO packet: an 18-bit PAYLEN plus at most 512 header bytes */
 #define IXGBE_TX_MAX_PACKET     (0x3FFFF + 512)
-/* Buffers the largest frame (MAXFRS, VLAN tag and CRC kept) can need */
-#define IXGBE_RX_MAX_BUFS       DIV_ROUND_UP(0xFFFF + 8, KiB)
 
 /* Add to a 64-bit counter kept as low/high register pair */
 static void ixgbe_stat64_add(IxgbeCore *core, hwaddr lo, uint64_t n)
@@ -577,6 +577,30 @@ static bool ixgbe_rx_accept(IxgbeCore *core, const uint8_t *buf)
     return false;
 }
 
+/*
+ * Bytes of a frame's start that classification reads at most: Ethernet
+ * header and one VLAN tag (18), an IPv4 header with options (60), L4 ports
+ * (4) or the Flow Director's flexible bytes (at most at offset 62), a PTP
+ * header after UDP (8 + 34): 120 bytes.
+ */
+#define IXGBE_RX_HDR_MAX        128
+
+/*
+ * A received frame where the backend left it (iov), at least
+ * IXGBE_MIN_FRAME bytes (a shorter one is first padded into a small
+ * buffer), and its first bytes, which the filters, RSS, the Flow Director,
+ * the pools and PTP look at.
+ */
+typedef struct IxgbeRxFrame {
+    const struct iovec *iov;
+    int iovcnt;
+    size_t len;                 /* with padding, without the CRC */
+    const uint8_t *hdr;         /* the first hdr_len bytes */
+    size_t hdr_len;             /* MIN(len, IXGBE_RX_HDR_MAX) */
+    bool has_vlan;              /* tagged with VLNCTRL's TPID */
+    uint16_t vlan_tag;
+} IxgbeRxFrame;
+
 typedef struct IxgbeRxInfo {
     unsigned queue;
     uint32_t hash;
@@ -647,12 +671,12 @@ static void ixgbe_rx_rss(IxgbeCore *core, IxgbeRxInfo *info, bool ip4,
 }
 
 /* A Flow Director filter the frame matches takes precedence over RSS */
-static void ixgbe_rx_fdir(IxgbeCore *core, IxgbeRxInfo *info)
+static void ixgbe_rx_fdir(IxgbeCore *core, const IxgbeRxFrame *f,
+                          IxgbeRxInfo *info)
 {
-    struct iovec *iov = net_rx_pkt_get_iovec(core->rx_pkt);
     IxgbeFdirResult res;
 
-    if (!ixgbe_fdir_classify(core, iov->iov_base, iov->iov_len, &res)) {
+    if (!ixgbe_fdir_classify(core, f->hdr, f->hdr_len, &res)) {
         return;
     }
     if (res.steer) {
@@ -665,7 +689,8 @@ static void ixgbe_rx_fdir(IxgbeCore *core, IxgbeRxInfo *info)
     }
 }
 
-static void ixgbe_rx_classify(IxgbeCore *core, IxgbeRxInfo *info)
+static void ixgbe_rx_classify(IxgbeCore *core, const IxgbeRxFrame *f,
+                              IxgbeRxInfo *info)
 {
     struct NetRxPkt *pkt = core->rx_pkt;
     bool ip4, ip6, csum_ok;
@@ -709,7 +734,7 @@ static void ixgbe_rx_classify(IxgbeCore *core, IxgbeRxInfo *info)
     ixgbe_rx_rss(core, info, ip4, ip6, l4);
     /* Flow Director queues are not relative to pools: not with VT */
     if (!ixgbe_vt_active(core)) {
-        ixgbe_rx_fdir(core, info);
+        ixgbe_rx_fdir(core, f, info);
     }
 }
 
@@ -794,19 +819,396 @@ typedef enum IxgbeRxResult {
     IXGBE_RX_DISABLED,          /* the queue is not enabled */
 } IxgbeRxResult;
 
-/* Write one frame (data already linear in buf) into queue q's ring */
+/*
+ * DMA for the receive path, one place per direction: a queue of a VF's
+ * pool does its DMA as that VF.
+ */
+static MemTxResult ixgbe_rx_dma_write(IxgbeCore *core, unsigned q,
+                                      uint64_t addr, const void *buf,
+                                      size_t len)
+{
+    return pci_dma_write(ixgbe_queue_dma_dev(core, q), addr, buf, len);
+}
+
+/* Bytes [off, off + n) of an iovec to guest address addr */
+static MemTxResult ixgbe_rx_dma_write_iov(IxgbeCore *core, unsigned q,
+                                          uint64_t addr,
+                                          const struct iovec *iov,
+                                          int iovcnt, size_t off, size_t n)
+{
+    MemTxResult res = MEMTX_OK;
+
+    for (int i = 0; i < iovcnt && n; i++) {
+        size_t run;
+
+        if (off >= iov[i].iov_len) {
+            off -= iov[i].iov_len;
+            continue;
+        }
+        run = MIN(iov[i].iov_len - off, n);
+        res |= ixgbe_rx_dma_write(core, q, addr,
+                                  (const uint8_t *)iov[i].iov_base + off,
+                                  run);
+        addr += run;
+        n -= run;
+        off = 0;
+    }
+    return res;
+}
+
+/* CRC-32 of bytes [off, off + n) of an iovec, continuing crc */
+static uint32_t ixgbe_iov_crc(uint32_t crc, const struct iovec *iov,
+                              int iovcnt, size_t off, size_t n)
+{
+    for (int i = 0; i < iovcnt && n; i++) {
+        size_t run;
+
+        if (off >= iov[i].iov_len) {
+            off -= iov[i].iov_len;
+            continue;
+        }
+        run = MIN(iov[i].iov_len - off, n);
+        crc = crc32(crc, (const uint8_t *)iov[i].iov_base + off, run);
+        n -= run;
+        off = 0;
+    }
+    return crc;
+}
+
+/*
+ * What of a frame reaches host memory, without copying it: the frame's
+ * bytes, less a VLAN tag the queue strips (bytes 12-15), plus the CRC the
+ * port keeps.
+ */
+typedef struct IxgbeRxData {
+    const IxgbeRxFrame *frame;
+    size_t len;                 /* bytes for host memory, CRC included */
+    bool strip;                 /* the tag is left out */
+    bool crc;                   /* the last four bytes are fcs */
+    uint8_t fcs[4];
+} IxgbeRxData;
+
+static void ixgbe_rx_data_init(IxgbeRxData *d, const IxgbeRxFrame *f,
+                               bool strip, bool keep_crc)
+{
+    const struct iovec *iov = f->iov;
+    int iovcnt = f->iovcnt;
+
+    d->frame = f;
+    d->strip = strip;
+    d->crc = keep_crc;
+    d->len = f->len - (strip ? 4 : 0);
+    if (keep_crc) {
+        uint32_t crc;
+
+        if (strip) {
+            crc = ixgbe_iov_crc(0, iov, iovcnt, 0, 12);
+            crc = ixgbe_iov_crc(crc, iov, iovcnt, 16, f->len - 16);
+        } else {
+            crc = ixgbe_iov_crc(0, iov, iovcnt, 0, f->len);
+        }
+        stl_le_p(d->fcs, crc);
+        d->len += 4;
+    }
+}
+
+/* Bytes [off, off + n) of what reaches host memory to guest address addr */
+static MemTxResult ixgbe_rx_data_write(IxgbeCore *core, unsigned q,
+                                       const IxgbeRxData *d, size_t off,
+                                       uint64_t addr, size_t n)
+{
+    size_t body = d->len - (d->crc ? 4 : 0);
+    MemTxResult res = MEMTX_OK;
+
+    while (n) {
+        size_t run, src = off;
+
+        if (off >= body) {
+            run = MIN(n, d->len - off);
+            res |= ixgbe_rx_dma_write(core, q, addr, d->fcs + (off - body),
+                                      run);
+        } else {
+            run = MIN(n, body - off);
+            if (d->strip) {
+                if (off < 12) {
+                    run = MIN(run, 12 - off);
+                } else {
+                    src += 4;
+                }
+            }
+            res |= ixgbe_rx_dma_write_iov(core, q, addr, d->frame->iov,
+                                          d->frame->iovcnt, src, run);
+        }
+        off += run;
+        addr += run;
+        n -= run;
+    }
+    return res;
+}
+
+/* ------------------------------------------------------------------ */
+/* Receive descriptor cache and write-back                             */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Each receive queue reads descriptors ahead into a cache of its own and
+ * holds completed descriptors back until RXDCTL.WTHRESH of them are
+ * pending, as the hardware does:
+ *
+ *  - A frame that needs more descriptors than the cache holds fetches
+ *    every descriptor the driver has made available, up to the cache's
+ *    size, in one or two reads.  A tail write with RXDCTL.PTHRESH set
+ *    fetches ahead when fewer than PTHRESH descriptors are cached and at
+ *    least HTHRESH more are available.  Should the burst not be readable,
+ *    only the descriptors the frame needs are read; if those cannot be,
+ *    the frame is dropped without a write and the head stays.
+ *  - With WTHRESH 0 a frame's descriptors are written back as soon as its
+ *    data is in memory.  Otherwise they are held until WTHRESH are
+ *    pending, or the queue's interrupt vector fires (so a driver waiting
+ *    for its interrupt always finds them), or the queue is disabled or
+ *    flushed (RXDCTL.SWFLSH), or its ring registers are written, or the
+ *    VM stops (so a migration's last pass of RAM carries them).  Queues
+ *    whose cause no PF vector takes (no valid IVAR entry, or a VF's pool)
+ *    write back at once.
+ *
+ * The cache and the held write-backs belong to the ring they were read
+ * from (base and size); a ring reprogrammed behind the device's back
+ * writes back what it held to the old ring and reads the new one afresh.
+ */
+
+static MemTxResult ixgbe_rx_dma_read(IxgbeCore *core, unsigned q,
+                                     uint64_t addr, void *buf, size_t len)
+{
+    return pci_dma_read(ixgbe_queue_dma_dev(core, q), addr, buf, len);
+}
+
+/* Write cnt descriptors to ring entries idx... of queue q's cached ring */
+static void ixgbe_rx_desc_write(IxgbeCore *core, unsigned q, uint32_t idx,
+                                const IxgbeRxDesc *descs, uint32_t cnt)
+{
+    IxgbeRxQueue *rxq = &core->rxq[q];
+    uint32_t first = MIN(cnt, rxq->n - idx);
+
+    ixgbe_rx_dma_write(core, q, rxq->base + (uint64_t)idx * IXGBE_DESC_SIZE,
+                       descs, (size_t)first * IXGBE_DESC_SIZE);
+    if (cnt > first) {
+        ixgbe_rx_dma_write(core, q, rxq->base, descs + first,
+                           (size_t)(cnt - first) * IXGBE_DESC_SIZE);
+    }
+}
+
+void ixgbe_rx_flush_writeback(IxgbeCore *core, unsigned q)
+{
+    IxgbeRxQueue *rxq = &core->rxq[q];
+
+    if (!rxq->wb_cnt) {
+        return;
+    }
+    trace_ixgbe_rx_writeback(q, rxq->wb_cnt);
+    ixgbe_rx_desc_write(core, q, rxq->wb_idx, rxq->wb, rxq->wb_cnt);
+    rxq->wb_cnt = 0;
+    core->rx_wb_map[q / 64] &= ~BIT_ULL(q % 64);
+}
+
+/*
+ * The driver stopped the queue, flushed it or reprogrammed its ring:
+ * write back what is held, forget what was read ahead.
+ */
+void ixgbe_rx_queue_sync(IxgbeCore *core, unsigned q)
+{
+    ixgbe_rx_flush_writeback(core, q);
+    core->rxq[q].cache_cnt = 0;
+    core->rxq[q].cache_pos = 0;
+}
+
+/* Every queue: the VM stops, or its state is saved */
+void ixgbe_rx_flush_all(IxgbeCore *core, bool drop_cache)
+{
+    for (unsigned q = 0; q < IXGBE_NUM_QUEUES; q++) {
+        if (drop_cache) {
+            ixgbe_rx_queue_sync(core, q);
+        } else {
+            ixgbe_rx_flush_writeback(core, q);
+        }
+    }
+}
+
+/*
+ * Make the queue's cache describe ring r as it is: a new ring writes back
+ * what the old one held; a head the driver moved, or a tail it moved
+ * back, leaves out what no longer follows the head.
+ */
+static void ixgbe_rx_cache_check(IxgbeCore *core, unsigned q,
+                                 const IxgbeRing *r)
+{
+    IxgbeRxQueue *rxq = &core->rxq[q];
+
+    if (rxq->base != r->base || rxq->n != r->n) {
+        ixgbe_rx_flush_writeback(core, q);
+        rxq->base = r->base;
+        rxq->n = r->n;
+        rxq->cache_cnt = 0;
+    } else if (rxq->cache_idx != *r->head) {
+        rxq->cache_cnt = 0;
+    }
+    if (!rxq->cache_cnt) {
+        rxq->cache_idx = *r->head;
+        rxq->cache_pos = 0;
+    }
+    rxq->cache_cnt = MIN(rxq->cache_cnt, ixgbe_ring_avail(r));
+}
+
+/* Read cnt more descriptors, those after the cached ones */
+static bool ixgbe_rx_cache_fill(IxgbeCore *core, unsigned q, uint32_t cnt,
+                                bool log)
+{
+    IxgbeRxQueue *rxq = &core->rxq[q];
+    uint32_t start = (rxq->cache_idx + rxq->cache_cnt) % rxq->n;
+    uint32_t first = MIN(cnt, rxq->n - start);
+    IxgbeRxDesc *dst;
+
+    if (rxq->cache_pos) {
+        memmove(rxq->cache, rxq->cache + rxq->cache_pos,
+                rxq->cache_cnt * sizeof(rxq->cache[0]));
+        rxq->cache_pos = 0;
+    }
+    dst = rxq->cache + rxq->cache_cnt;
+    if (ixgbe_rx_dma_read(core, q,
+                          rxq->base + (uint64_t)start * IXGBE_DESC_SIZE, dst,
+                          (size_t)first * IXGBE_DESC_SIZE) != MEMTX_OK ||
+        (cnt > first &&
+         ixgbe_rx_dma_read(core, q, rxq->base, dst + first,
+                           (size_t)(cnt - first) * IXGBE_DESC_SIZE) !=
+         MEMTX_OK)) {
+        if (log) {
+            qemu_log_mask(LOG_GUEST_ERROR,
+                          "ixgbe: rxq %u: descriptor fetch at 0x%" PRIx64
+                          " failed, queue stopped\n", q,
+                          rxq->base + (uint64_t)start * IXGBE_DESC_SIZE);
+        }
+        return false;
+    }
+    trace_ixgbe_rx_fetch(q, cnt, start);
+    rxq->cache_cnt += cnt;
+    return true;
+}
+
+/*
+ * The next need descriptors of ring r (need <= available), read ahead or
+ * read now; NULL when they cannot be read.  They are taken: the caller
+ * fills them in as write-backs.
+ */
+static IxgbeRxDesc *ixgbe_rx_cache_take(IxgbeCore *core, unsigned q,
+                                        const IxgbeRing *r, uint32_t need)
+{
+    IxgbeRxQueue *rxq = &core->rxq[q];
+    IxgbeRxDesc *descs;
+
+    ixgbe_rx_cache_check(core, q, r);
+    if (rxq->cache_cnt < need) {
+        uint32_t min = need - rxq->cache_cnt;
+        uint32_t burst = MIN(IXGBE_RX_CACHE, ixgbe_ring_avail(r)) -
+                         rxq->cache_cnt;
+
+        if (!ixgbe_rx_cache_fill(core, q, burst, burst == min) &&
+            (burst == min || !ixgbe_rx_cache_fill(core, q, min, true))) {
+            return NULL;
+        }
+    }
+    descs = rxq->cache + rxq->cache_pos;
+    rxq->cache_pos += need;
+    rxq->cache_cnt -= need;
+    rxq->cache_idx = (rxq->cache_idx + need) % r->n;
+    return descs;
+}
+
+/* RDT written: read ahead as RXDCTL.PTHRESH and HTHRESH ask */
+void ixgbe_rx_prefetch(IxgbeCore *core, unsigned q)
+{
+    uint32_t rxdctl = ixgbe_get(core, ixgbe_rxq_reg(q, IXGBE_RXQ_RXDCTL));
+    uint32_t pthresh = rxdctl & IXGBE_RXDCTL_THRESH_MASK;
+    uint32_t hthresh = (rxdctl >> IXGBE_RXDCTL_HTHRESH_SHIFT) &
+                       IXGBE_RXDCTL_THRESH_MASK;
+    IxgbeRxQueue *rxq = &core->rxq[q];
+    uint32_t avail;
+    IxgbeRing r;
+
+    if (!pthresh || !(rxdctl & IXGBE_RXDCTL_ENABLE) ||
+        !ixgbe_rx_can_receive(core)) {
+        return;
+    }
+    ixgbe_ring_init(core, &r, false, q);
+    if (!r.n || *r.head >= r.n || r.tail >= r.n) {
+        return;
+    }
+    ixgbe_rx_cache_check(core, q, &r);
+    avail = MIN(IXGBE_RX_CACHE, ixgbe_ring_avail(&r));
+    if (rxq->cache_cnt < pthresh &&
+        avail - rxq->cache_cnt >= MAX(hthresh, 1)) {
+        /* A failure is reported when a frame needs the descriptors */
+        ixgbe_rx_cache_fill(core, q, avail - rxq->cache_cnt, false);
+    }
+}
+
+/*
+ * Write back the descriptors of one frame, cnt of them from ring entry
+ * idx on: now, or held until WTHRESH are pending or the interrupt fires.
+ */
+static void ixgbe_rx_complete(IxgbeCore *core, unsigned q, uint32_t idx,
+                              const IxgbeRxDesc *descs, uint32_t cnt)
+{
+    uint32_t rxdctl = ixgbe_get(core, ixgbe_rxq_reg(q, IXGBE_RXQ_RXDCTL));
+    uint32_t wthresh = (rxdctl >> IXGBE_RXDCTL_WTHRESH_SHIFT) &
+                       IXGBE_RXDCTL_THRESH_MASK;
+    unsigned qpp = ixgbe_sriov_queues_per_pool(core);
+    IxgbeRxQueue *rxq = &core->rxq[q];
+
+    uint32_t ivar = ixgbe_get(core, IXGBE_IVAR0 + (q / 2) * 4) >>
+                    ((q & 1) * 16);
+
+    if (!wthresh || !(ivar & IXGBE_IVAR_VALID) ||
+        (qpp && q / qpp < ixgbe_sriov_num_vfs(core))) {
+        /* Write back at once, after what was held */
+        ixgbe_rx_flush_writeback(core, q);
+        ixgbe_rx_desc_write(core, q, idx, descs, cnt);
+        return;
+    }
+    /*
+     * Held write-backs are one run of the ring, at most a ring's worth:
+     * a driver that hands descriptors back before it saw them written
+     * back gets the older ones first.
+     */
+    if (rxq->wb_cnt &&
+        ((rxq->wb_idx + rxq->wb_cnt) % rxq->n != idx ||
+         rxq->wb_cnt + cnt > MIN(IXGBE_RX_WB_MAX, rxq->n))) {
+        ixgbe_rx_flush_writeback(core, q);
+    }
+    if (!rxq->wb_cnt) {
+        rxq->wb_idx = idx;
+        core->rx_wb_map[q / 64] |= BIT_ULL(q % 64);
+    }
+    memcpy(rxq->wb + rxq->wb_cnt, descs, cnt * sizeof(descs[0]));
+    rxq->wb_cnt += cnt;
+    if (rxq->wb_cnt >= wthresh) {
+        ixgbe_rx_flush_writeback(core, q);
+    }
+}
+
+/* Write one frame into queue q's ring, straight from where it is */
 static IxgbeRxResult ixgbe_rx_to_ring(IxgbeCore *core, unsigned q,
-                                      const uint8_t *buf, size_t len,
+                                      const IxgbeRxData *data,
                                       const IxgbeRxInfo *info,
-                                      uint16_t vlan_tag, bool stripped)
+                                      uint16_t vlan_tag)
 {
     uint32_t srrctl = ixgbe_get(core, ixgbe_rxq_reg(q, IXGBE_RXQ_SRRCTL));
     unsigned bufsz = ixgbe_rx_buf_size(srrctl);
     bool legacy = ((srrctl >> IXGBE_SRRCTL_DESCTYPE_SHIFT) &
                    IXGBE_SRRCTL_DESCTYPE_MASK) == IXGBE_SRRCTL_DESCTYPE_LEGACY;
+    size_t len = data->len;
     unsigned need = DIV_ROUND_UP(len, bufsz);
-    IxgbeRxDesc descs[IXGBE_RX_MAX_BUFS];
+    IxgbeRxDesc *descs;
     size_t off = 0;
+    uint32_t first;
     IxgbeRing r;
 
     ixgbe_ring_init(core, &r, false, q);
@@ -830,98 +1232,84 @@ static IxgbeRxResult ixgbe_rx_to_ring(IxgbeCore *core, unsigned q,
         return IXGBE_RX_HELD;
     }
     /* Buffers are written only once every descriptor has been read */
-    if (!ixgbe_ring_fetch(core, &r, descs, need)) {
+    descs = ixgbe_rx_cache_take(core, q, &r, need);
+    if (!descs) {
         trace_ixgbe_rx_drop(q);
         return IXGBE_RX_DROPPED;
     }
 
+    first = *r.head;
     for (unsigned i = 0; i < need; i++) {
-        uint32_t idx = (*r.head + i) % r.n;
         uint64_t addr = le64_to_cpu(descs[i].read.pkt_addr);
         size_t chunk = MIN(bufsz, len - off);
         bool eop = i == need - 1;
         uint32_t status = IXGBE_RXD_STAT_DD | (eop ? IXGBE_RXD_STAT_EOP : 0);
 
-        if (pci_dma_write(ixgbe_queue_dma_dev(core, q), addr, buf + off,
-                          chunk) != MEMTX_OK) {
+        if (ixgbe_rx_data_write(core, q, data, off, addr, chunk) !=
+            MEMTX_OK) {
             qemu_log_mask(LOG_GUEST_ERROR,
                           "ixgbe: rxq %u: buffer 0x%" PRIx64 "+%zu not "
                           "writable\n", q, addr, chunk);
         }
         if (eop) {
-            status |= info->status | (stripped ? IXGBE_RXD_STAT_VP : 0);
+            status |= info->status | (data->strip ? IXGBE_RXD_STAT_VP : 0);
         }
         ixgbe_rx_writeback(&descs[i], legacy, chunk, status, info, vlan_tag);
-        /* The descriptor is written back after its buffer */
-        pci_dma_write(ixgbe_queue_dma_dev(core, q),
-                      ixgbe_ring_desc_addr(&r, idx), &descs[i],
-                      sizeof(descs[i]));
         off += chunk;
     }
-    *r.head = (*r.head + need) % r.n;
+    /* The descriptors are written back after their buffers */
+    ixgbe_rx_complete(core, q, first, descs, need);
+    *r.head = (first + need) % r.n;
     return IXGBE_RX_DELIVERED;
 }
 
 /*
- * Deliver a frame (linear in buf, *len bytes and room for 4 more) to queue
- * q: VLAN stripping per queue, the CRC per port, the ring, the queue's
- * counters and interrupt.  buf and *len are updated.
+ * Deliver a frame to queue q: VLAN stripping per queue, the CRC per port,
+ * the ring, the queue's counters and interrupt.  *len is set to the bytes
+ * meant for host memory once the queue is known to be enabled.
  */
 static IxgbeRxResult ixgbe_rx_deliver(IxgbeCore *core, unsigned q,
-                                      uint8_t *buf, size_t *len,
-                                      const IxgbeRxInfo *info, bool has_vlan,
-                                      uint16_t vlan_tag)
+                                      const IxgbeRxFrame *f,
+                                      const IxgbeRxInfo *info, size_t *len)
 {
     uint32_t rxdctl = ixgbe_get(core, ixgbe_rxq_reg(q, IXGBE_RXQ_RXDCTL));
+    bool strip = f->has_vlan && (rxdctl & IXGBE_RXDCTL_VME);
     IxgbeRxResult res;
+    IxgbeRxData data;
 
     if (!(rxdctl & IXGBE_RXDCTL_ENABLE)) {
         ixgbe_rx_drop(core, q);
         return IXGBE_RX_DISABLED;
     }
     /* VLAN stripping per queue: the tag moves into the descriptor */
-    if (has_vlan && (rxdctl & IXGBE_RXDCTL_VME)) {
-        memmove(buf + 12, buf + 16, *len - 16);
-        *len -= 4;
-    } else {
-        has_vlan = false;
-        vlan_tag = 0;
-    }
-    if (!(ixgbe_get(core, IXGBE_HLREG0) & IXGBE_HLREG0_RXCRCSTRP)) {
-        stl_le_p(buf + *len, crc32(0, buf, *len));
-        *len += 4;
-    }
-    res = ixgbe_rx_to_ring(core, q, buf, *len, info, vlan_tag, has_vlan);
+    ixgbe_rx_data_init(&data, f, strip,
+                       !(ixgbe_get(core, IXGBE_HLREG0) &
+                         IXGBE_HLREG0_RXCRCSTRP));
+    *len = data.len;
+    res = ixgbe_rx_to_ring(core, q, &data, info, strip ? f->vlan_tag : 0);
     if (res == IXGBE_RX_DELIVERED) {
-        trace_ixgbe_rx_frame(q, *len, info->hash);
-        ixgbe_rx_queue_stats(core, q, *len);
+        trace_ixgbe_rx_frame(q, data.len, info->hash);
+        ixgbe_rx_queue_stats(core, q, data.len);
         ixgbe_raise_queue_cause(core, false, q);
     }
     return res;
 }
 
 /*
- * Virtualization: a copy of the frame to the chosen queue of every pool
- * that takes it.  A frame for one pool from the wire waits for
- * descriptors like any other; one that is replicated, or switched from a
- * pool, is dropped where a queue has none.  Returns false to hold it.
+ * Virtualization: the frame to the chosen queue of every pool that takes
+ * it.  A frame for one pool from the wire waits for descriptors like any
+ * other; one that is replicated, or switched from a pool, is dropped
+ * where a queue has none.  Returns false to hold it.
  */
-static bool ixgbe_rx_pools(IxgbeCore *core, const uint8_t *buf, size_t len,
+static bool ixgbe_rx_pools(IxgbeCore *core, const IxgbeRxFrame *f,
                            const IxgbeRxInfo *info, int src_pool,
                            IxgbeVtDest *dest)
 {
-    g_autofree uint8_t *copy = g_malloc(len + 4);
-    bool has_vlan = lduw_be_p(buf + 12) ==
-                    (ixgbe_get(core, IXGBE_VLNCTRL) & 0xFFFF);
-    uint16_t vlan_tag = has_vlan ? lduw_be_p(buf + 14) : 0;
-
-    ixgbe_vt_classify(core, buf, len, src_pool, info->queue, dest);
+    ixgbe_vt_classify(core, f->hdr, f->hdr_len, src_pool, info->queue, dest);
     for (unsigned i = 0; i < dest->n; i++) {
-        size_t n = len;
+        size_t n = f->len;
 
-        memcpy(copy, buf, len);
-        switch (ixgbe_rx_deliver(core, dest->queue[i], copy, &n, info,
-                                 has_vlan, vlan_tag)) {
+        switch (ixgbe_rx_deliver(core, dest->queue[i], f, info, &n)) {
         case IXGBE_RX_HELD:
             if (dest->n == 1 && src_pool < 0) {
                 return false;
@@ -930,14 +1318,14 @@ static bool ixgbe_rx_pools(IxgbeCore *core, const uint8_t *buf, size_t len,
             break;
         case IXGBE_RX_DELIVERED:
             ixgbe_vt_rx_count(core, dest->pool[i], n,
-                              is_multicast_ether_addr(buf));
+                              is_multicast_ether_addr(f->hdr));
             break;
         default:
             break;
         }
     }
     if (src_pool < 0 && dest->n) {
-        ixgbe_rx_mac_stats(core, buf, len, len + 4);
+        ixgbe_rx_mac_stats(core, f->hdr, f->len, f->len + 4);
     }
     return true;
 }
@@ -946,6 +1334,12 @@ static bool ixgbe_rx_pools(IxgbeCore *core, const uint8_t *buf, size_t len,
  * One frame from the wire (src_pool < 0), from MAC loopback, or switched
  * from a pool.  Returns the bytes taken, 0 to hold the frame; *local is
  * set when a switched unicast frame reached a local pool.
+ *
+ * The frame stays where the backend put it: classification reads its
+ * first IXGBE_RX_HDR_MAX bytes (in place when the first piece holds them,
+ * else from a copy on the stack), and the receive buffers are written
+ * from the pieces themselves.  Only a frame shorter than the minimum is
+ * copied, to pad it.
  */
 static ssize_t ixgbe_rx_frame(IxgbeCore *core, const struct iovec *iov,
                               int iovcnt, bool loopback, int src_pool,
@@ -954,11 +1348,12 @@ static ssize_t ixgbe_rx_frame(IxgbeCore *core, const struct iovec *iov,
     size_t size = iov_size(iov, iovcnt);
     uint32_t hlreg0 = ixgbe_get(core, IXGBE_HLREG0);
     bool vt = ixgbe_vt_active(core);
-    size_t max_frame, len, wire;
-    g_autofree uint8_t *buf = NULL;
+    uint8_t hdr[IXGBE_RX_HDR_MAX];
+    uint8_t pad[IXGBE_MIN_FRAME];
+    struct iovec pad_iov;
+    IxgbeRxFrame f;
+    size_t max_frame, len;
     IxgbeRxInfo info;
-    bool has_vlan;
-    uint16_t vlan_tag = 0;
     uint64_t arrival;
     IxgbeRxResult res;
 
@@ -973,59 +1368,69 @@ static ssize_t ixgbe_rx_frame(IxgbeCore *core, const struct iovec *iov,
         return size;
     }
 
-    /* Linear copy with room for padding and the CRC */
-    len = MAX(size, IXGBE_MIN_FRAME);
-    wire = len + 4;
-    buf = g_malloc0(len + 4);
-    iov_to_buf(iov, iovcnt, 0, buf, size);
-
-    has_vlan = lduw_be_p(buf + 12) == (ixgbe_get(core, IXGBE_VLNCTRL) & 0xFFFF);
-    if (has_vlan) {
-        vlan_tag = lduw_be_p(buf + 14);
+    f.iov = iov;
+    f.iovcnt = iovcnt;
+    f.len = MAX(size, IXGBE_MIN_FRAME);
+    f.hdr_len = MIN(f.len, IXGBE_RX_HDR_MAX);
+    if (size < IXGBE_MIN_FRAME) {
+        /* Padded with zeros to the minimum */
+        memset(pad, 0, sizeof(pad));
+        iov_to_buf(iov, iovcnt, 0, pad, size);
+        pad_iov.iov_base = pad;
+        pad_iov.iov_len = sizeof(pad);
+        f.iov = &pad_iov;
+        f.iovcnt = 1;
+        f.hdr = pad;
+    } else if (iovcnt >= 1 && iov[0].iov_len >= f.hdr_len) {
+        f.hdr = iov[0].iov_base;
+    } else {
+        iov_to_buf(iov, iovcnt, 0, hdr, f.hdr_len);
+        f.hdr = hdr;
     }
+
+    f.has_vlan = lduw_be_p(f.hdr + 12) ==
+                 (ixgbe_get(core, IXGBE_VLNCTRL) & 0xFFFF);
+    f.vlan_tag = f.has_vlan ? lduw_be_p(f.hdr + 14) : 0;
     max_frame = (hlreg0 & IXGBE_HLREG0_JUMBOEN) ?
                 ixgbe_get(core, IXGBE_MAXFRS) >> IXGBE_MAXFRS_MFS_SHIFT :
                 IXGBE_STD_FRAME;
-    if (len + 4 > max_frame + (has_vlan ? 4 : 0)) {
+    if (f.len + 4 > max_frame + (f.has_vlan ? 4 : 0)) {
         ixgbe_stat_inc(core, IXGBE_ROC);
-        trace_ixgbe_rx_oversize(len);
+        trace_ixgbe_rx_oversize(f.len);
         return size;
     }
     /* With pools, their filters decide (ixgbe_vt_classify) */
-    if (!vt && !ixgbe_rx_accept(core, buf)) {
+    if (!vt && !ixgbe_rx_accept(core, f.hdr)) {
         return size;
     }
 
     net_rx_pkt_set_packet_type(core->rx_pkt, get_eth_packet_type(
-                                   (struct eth_header *)buf));
-    {
-        struct iovec liov = { .iov_base = buf, .iov_len = len };
-
-        net_rx_pkt_set_protocols(core->rx_pkt, &liov, 1, 0);
-        net_rx_pkt_attach_iovec(core->rx_pkt, &liov, 1, 0, false);
-    }
-    ixgbe_rx_classify(core, &info);
-    if (src_pool < 0 && ixgbe_ptp_rx_stamp(core, buf, len, arrival)) {
+                                   (const struct eth_header *)f.hdr));
+    /* Parses the protocols; the checksums are read from the pieces */
+    net_rx_pkt_attach_iovec(core->rx_pkt, f.iov, f.iovcnt, 0, false);
+    ixgbe_rx_classify(core, &f, &info);
+    if (src_pool < 0 &&
+        ixgbe_ptp_rx_stamp(core, f.hdr, f.hdr_len, arrival)) {
         info.status |= IXGBE_RXD_STAT_TS;
     }
     if (vt) {
         IxgbeVtDest dest;
 
-        if (!ixgbe_rx_pools(core, buf, len, &info, src_pool, &dest)) {
+        if (!ixgbe_rx_pools(core, &f, &info, src_pool, &dest)) {
             return 0;
         }
         *local = dest.local_unicast;
         return size;
     }
 
-    res = ixgbe_rx_deliver(core, info.queue, buf, &len, &info, has_vlan,
-                           vlan_tag);
+    len = f.len;
+    res = ixgbe_rx_deliver(core, info.queue, &f, &info, &len);
     if (res == IXGBE_RX_HELD) {
         /* No descriptors and no DROP_EN: hold the frame (flow control) */
         return 0;
     }
     if (res != IXGBE_RX_DISABLED) {
-        ixgbe_rx_mac_stats(core, buf, len, wire);
+        ixgbe_rx_mac_stats(core, f.hdr, len, f.len + 4);
     }
     return size;
 }
@@ -1070,6 +1475,8 @@ void ixgbe_datapath_uninit(IxgbeCore *core)
 void ixgbe_datapath_reset(IxgbeCore *core)
 {
     memset(core->txq, 0, sizeof(core->txq));
+    memset(core->rxq, 0, sizeof(core->rxq));
+    memset(core->rx_wb_map, 0, sizeof(core->rx_wb_map));
 }
 
 /*

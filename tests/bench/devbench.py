@@ -290,8 +290,10 @@ class Bed:
         ndesc: int,
         itr_us: int,
         valgrind: list[str] | None = None,
+        ixgbe_rx_wthresh: int = 0,
     ) -> None:
         self.model = model
+        self.ixgbe_rx_wthresh = ixgbe_rx_wthresh
         self.log_dir = log_dir
         log_dir.mkdir(parents=True, exist_ok=True)
         self.ndesc = ndesc
@@ -445,7 +447,7 @@ class Bed:
     def device_setup(self) -> list[dict[str, Any]]:
         """Run the model's register program; return it (for the report)."""
         done = []
-        for op in setup_ops(self.model.name, self.lay, self.itr_us):
+        for op in setup_ops(self.model.name, self.lay, self.itr_us, self.ixgbe_rx_wthresh):
             if isinstance(op, Write):
                 self.wr(op.reg, op.value)
             elif isinstance(op, SetBits):
@@ -775,6 +777,7 @@ class Settings:
     itr_us: int
     callgrind: bool  # device-work instructions, QEMU under callgrind (a separate pass)
     perf: bool  # whole-process instructions from the PMU (in the timed windows)
+    ixgbe_rx_wthresh: int = 0  # ixgbe's RXDCTL.WTHRESH (0: as Linux and DPDK)
 
 
 def sample(model: str, cell: Cell, rep: int, figures: dict[str, float], raw: dict[str, Any]) -> dict[str, Any]:
@@ -848,7 +851,8 @@ def measure_callgrind(
             f"--log-file={cg_dir / 'valgrind.log'}",
         ]  # fmt: skip
         t0 = time.monotonic()
-        bed = Bed(MODELS[name], qemu, log_dir / f"{name}-callgrind", st.ndesc, st.itr_us, valgrind=vg)
+        bed = Bed(MODELS[name], qemu, log_dir / f"{name}-callgrind", st.ndesc, st.itr_us, valgrind=vg,
+                  ixgbe_rx_wthresh=st.ixgbe_rx_wthresh)  # fmt: skip
         marks = 0
         windows: list[tuple[Cell, int, int, int, int]] = []  # cell, rep, real dump, null dump, packets
         try:
@@ -987,6 +991,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--ring", type=int, default=256, help="descriptors per ring (default 256)")
     p.add_argument("--rate", type=int, default=1_000_000, help="packet rate in virtual time, pps (default 1000000)")
     p.add_argument("--itr-us", type=int, default=50, help="interrupt moderation, as `ethtool -C rx-usecs` (default 50)")
+    p.add_argument(
+        "--ixgbe-rx-wthresh",
+        type=int,
+        default=0,
+        help="ixgbe's RXDCTL.WTHRESH: receive write-backs held until this many (default 0, as Linux and DPDK)",
+    )
     p.add_argument("--sizes", default="60,1514", help="frame sizes without FCS (default 60,1514: 64 B and 1514 B)")
     p.add_argument("--directions", default="tx,rx", help="tx, rx or both (default)")
     p.add_argument("--models", default=",".join(MODEL_NAMES), help="subset of ixgbe,igb,e1000e (ixgbe always in)")
@@ -1025,6 +1035,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         p.error(f"--rate must be 1000..100000000, got {a.rate}")
     if not 0 <= a.itr_us <= 1000:
         p.error(f"--itr-us must be 0..1000, got {a.itr_us}")
+    if not 0 <= a.ixgbe_rx_wthresh <= 127:
+        p.error(f"--ixgbe-rx-wthresh must be 0..127, got {a.ixgbe_rx_wthresh}")
     try:
         sizes = [int(s) for s in a.sizes.split(",") if s.strip()]
     except ValueError:
@@ -1081,7 +1093,7 @@ def main(argv: Sequence[str]) -> int:
     instr = "+".join(n for n, on in (("callgrind", cg), ("perf", pmu)) if on) or "none"
     count_packets = min(a.packets, 4096 // a.burst * a.burst)  # interrupts: deterministic, 4096 frames do
     st = Settings(a.models, a.cells, a.reps, a.packets, a.chunk, count_packets, a.cg_packets, a.cg_reps,
-                  a.burst, a.ring, a.rate, a.itr_us, cg, pmu)  # fmt: skip
+                  a.burst, a.ring, a.rate, a.itr_us, cg, pmu, a.ixgbe_rx_wthresh)  # fmt: skip
     mode = "quick" if a.quick else "full"
     log.info(
         "%s: %s x %s, %d reps x %d frames, burst %d, ring %d, %d pps virtual, rx-usecs %d; instructions: %s",
@@ -1095,7 +1107,8 @@ def main(argv: Sequence[str]) -> int:
     failure = ""
     try:
         for name in st.models:
-            bed = Bed(MODELS[name], qemu, log_dir / name, st.ndesc, st.itr_us)
+            bed = Bed(MODELS[name], qemu, log_dir / name, st.ndesc, st.itr_us,
+                      ixgbe_rx_wthresh=st.ixgbe_rx_wthresh)  # fmt: skip
             beds[name] = bed
             if not bed.timerslack:
                 log.warning("%s: cannot set QEMU's timer slack (needs root): idle main-loop wake-ups "
@@ -1127,7 +1140,9 @@ def main(argv: Sequence[str]) -> int:
         f"{version.splitlines()[0]}, -accel qtest, no guest; host {hf['cpus']} CPUs ({hf['cpu_model']}), "
         f"{elapsed / 60:.1f} min\n"
         f"one queue pair, MSI-X, ring {st.ndesc}, burst {st.burst}, {st.rate_pps} pps of virtual time, "
-        f"rx-usecs {st.itr_us}; {st.reps} windows x {st.packets} frames per cell"
+        f"rx-usecs {st.itr_us}"
+        + (f", ixgbe RXDCTL.WTHRESH {st.ixgbe_rx_wthresh}" if st.ixgbe_rx_wthresh else "")
+        + f"; {st.reps} windows x {st.packets} frames per cell"
         + (f"; callgrind {st.cg_reps} x {st.cg_packets} frames" if st.callgrind else "")
         + f"; instructions: {instr}\n"
         "64B = 60-byte frame + FCS, 1514B = 1514-byte frame without FCS; IPv4/UDP with checksums.\n"

@@ -225,8 +225,11 @@ IXGBE_EICR_OTHER = 1 << 31
 IXGBE_EICR_LSC = 1 << 20
 
 
-def ixgbe_setup(lay: RingLayout, itr_us: int) -> list[Op]:
+def ixgbe_setup(lay: RingLayout, itr_us: int, rx_wthresh: int = 0) -> list[Op]:
+    """rx_wthresh: RXDCTL.WTHRESH (0, receive write-back per descriptor, is
+    what Linux and DPDK program on the 82599)."""
     ral, rah = mac_ral_rah(DEVICE_MAC)
+    rxdctl_note = f"RXDCTL0: ENABLE, WTHRESH {rx_wthresh}" if rx_wthresh else "RXDCTL0.ENABLE"
     return [
         # interrupts: MSI-X, one vector for the queue pair (0), one for the rest (1)
         Write(0x00898, (1 << 4) | (1 << 5) | (1 << 30) | (1 << 31), "GPIE: MSIX_MODE|OCD|EIAME|PBA_SUPPORT"),
@@ -248,7 +251,7 @@ def ixgbe_setup(lay: RingLayout, itr_us: int) -> list[Op]:
         Write(0x01014, (1 << 25) | (lay.buf_size // 1024), "SRRCTL0: advanced one buffer, 2 KiB"),
         Write(0x01010, 0, "RDH0"),
         Write(0x01018, 0, "RDT0"),
-        Write(0x01028, 1 << 25, "RXDCTL0.ENABLE"),
+        Write(0x01028, (1 << 25) | (rx_wthresh << 16), rxdctl_note),
         Expect(0x01028, 1 << 25, 1 << 25, "RXDCTL0 enabled"),
         Write(0x01018, lay.ndesc - 1, "RDT0: all but one descriptor to the device"),
         Write(0x03000, 1, "RXCTRL.RXEN"),
@@ -410,11 +413,15 @@ MODELS: dict[str, NicModel] = {
 SETUPS = {"ixgbe": ixgbe_setup, "igb": igb_setup, "e1000e": e1000e_setup}
 
 
-def setup_ops(model: str, lay: RingLayout, itr_us: int) -> list[Op]:
+def setup_ops(model: str, lay: RingLayout, itr_us: int, ixgbe_rx_wthresh: int = 0) -> list[Op]:
     if model not in SETUPS:
         raise BenchError(f"unknown model {model!r}")
     if lay.ndesc < 8 or lay.ndesc % 8:
         raise BenchError(f"ring size {lay.ndesc} must be a multiple of 8")
+    if not 0 <= ixgbe_rx_wthresh <= 127:
+        raise BenchError(f"RXDCTL.WTHRESH {ixgbe_rx_wthresh} is not 0..127")
+    if model == "ixgbe":
+        return ixgbe_setup(lay, itr_us, ixgbe_rx_wthresh)
     return SETUPS[model](lay, itr_us)
 
 

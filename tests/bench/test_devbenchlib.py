@@ -186,6 +186,18 @@ def test_setup_rejects_bad_input() -> None:
         setup_ops("virtio", LAY, 50)
     with pytest.raises(BenchError):
         setup_ops("ixgbe", RingLayout(0, 0, 0, 0, 12), 50)
+    with pytest.raises(BenchError):
+        setup_ops("ixgbe", LAY, 50, 128)
+
+
+def test_setup_ixgbe_rx_wthresh() -> None:
+    def rxdctl(ops: list[Any]) -> int:
+        return next(op.value for op in ops if isinstance(op, Write) and op.reg == 0x01028)
+
+    assert rxdctl(setup_ops("ixgbe", LAY, 50)) == 1 << 25
+    assert rxdctl(setup_ops("ixgbe", LAY, 50, 8)) == (1 << 25) | (8 << 16)
+    # the other models do not take it
+    assert setup_ops("igb", LAY, 50, 8) == setup_ops("igb", LAY, 50)
 
 
 def test_ring_layout_buffers_wrap() -> None:
@@ -541,6 +553,13 @@ def test_render_table_and_ratios() -> None:
 
 
 # ------------------------------------------------------------ the runner
+def test_parse_args_ixgbe_rx_wthresh() -> None:
+    assert parse_args([]).ixgbe_rx_wthresh == 0
+    assert parse_args(["--ixgbe-rx-wthresh", "8"]).ixgbe_rx_wthresh == 8
+    with pytest.raises(SystemExit):
+        parse_args(["--ixgbe-rx-wthresh", "128"])
+
+
 def test_parse_args_defaults_and_quick() -> None:
     a = parse_args([])
     assert (a.reps, a.packets, a.cg_packets, a.cg_reps, a.burst, a.ring) == (7, 16384, 2048, 2, 32, 256)

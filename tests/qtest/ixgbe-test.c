@@ -437,6 +437,180 @@ static void test_rx(void)
     ixgbe_test_stop(&t);
 }
 
+/* CRC-32 (IEEE 802.3), bit by bit, as the FCS is computed */
+static uint32_t fcs32(const uint8_t *p, size_t len)
+{
+    uint32_t crc = 0xffffffff;
+
+    for (size_t i = 0; i < len; i++) {
+        crc ^= p[i];
+        for (int b = 0; b < 8; b++) {
+            crc = (crc >> 1) ^ (0xedb88320 & -(crc & 1));
+        }
+    }
+    return ~crc;
+}
+
+/*
+ * An IPv4/UDP frame of len bytes with an 802.1Q tag (VLAN vid) and a
+ * correct UDP checksum
+ */
+static size_t build_vlan_udp_frame(uint8_t *buf, size_t len, uint16_t vid)
+{
+    uint8_t *ip = buf + 18, *udp = ip + 20;
+    size_t udp_len = len - 18 - 20;
+    uint32_t sum = 0;
+
+    memset(buf, 0, len);
+    memcpy(buf, test_mac, ETH_ALEN);
+    memcpy(buf + 6, peer_mac, ETH_ALEN);
+    stw_be_p(buf + 12, 0x8100);
+    stw_be_p(buf + 14, vid);
+    stw_be_p(buf + 16, 0x0800);
+    ip[0] = 0x45;
+    stw_be_p(ip + 2, len - 18);
+    ip[8] = 64;
+    ip[9] = 17;
+    memcpy(ip + 12, (uint8_t[]){ 192, 0, 2, 1 }, 4);
+    memcpy(ip + 16, (uint8_t[]){ 192, 0, 2, 2 }, 4);
+    stw_be_p(ip + 10, ip_checksum(ip, 20));
+    stw_be_p(udp, 4000);
+    stw_be_p(udp + 2, 5000);
+    stw_be_p(udp + 4, udp_len);
+    for (size_t i = 8; i < udp_len; i++) {
+        udp[i] = i * 13 + 1;
+    }
+    /* Pseudo header, then the datagram (odd length padded with zero) */
+    for (unsigned i = 12; i < 20; i += 2) {
+        sum += lduw_be_p(ip + i);
+    }
+    sum += 17 + udp_len;
+    for (size_t i = 0; i < udp_len; i += 2) {
+        sum += (udp[i] << 8) | (i + 1 < udp_len ? udp[i + 1] : 0);
+    }
+    while (sum >> 16) {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    stw_be_p(udp + 6, ~sum ? ~sum : 0xffff);
+    return len;
+}
+
+/*
+ * Transmit frame in MAC loopback from guest buffers cut at the given
+ * offsets (one descriptor each): the receive side gets it as the
+ * transmit path's scatter-gather list (its header copies, then the
+ * payload in the pieces of the guest's buffers).
+ */
+static void loopback_frags(IxgbeTest *t, uint64_t ring, unsigned *idx,
+                           const uint8_t *frame, size_t len,
+                           const size_t *cuts, unsigned ncuts)
+{
+    size_t start = 0;
+
+    for (unsigned i = 0; i <= ncuts; i++) {
+        size_t end = i < ncuts ? cuts[i] : len;
+        uint64_t buf = guest_frame(t, frame + start, end - start);
+
+        tx_put_data(t, ring, *idx, buf, end - start, i ? 0 : len,
+                    i == ncuts ? IXGBE_TXD_CMD_EOP | IXGBE_TXD_CMD_RS : 0);
+        *idx = (*idx + 1) % 16;
+        start = end;
+    }
+    wr(t, txq(0, IXGBE_TXQ_TDT), *idx);
+}
+
+/*
+ * Receive from a scatter-gather list: the VLAN tag stripped into the
+ * descriptor (RXDCTL.VME), the CRC kept (HLREG0.RXCRCSTRP clear) and
+ * computed over what reaches memory, a frame spanning two buffers, a short
+ * frame padded before the tag is stripped, checksums checked across the
+ * pieces, and the octet counters.
+ */
+static void test_rx_sg_vlan_crc(void)
+{
+    static const size_t cuts[] = { 5, 13, 15, 40, 700 };
+    static const size_t short_cuts[] = { 14 };
+    uint8_t frame[1600], want[1600], wb[DESC_SIZE];
+    size_t len, n;
+    unsigned idx = 0;
+    uint64_t ring;
+    IxgbeTest t;
+    RxRing r;
+
+    ixgbe_test_start(&t);
+    rx_ring_setup(&t, &r, 0, 8);
+    rx_enable(&t);
+    wr(&t, IXGBE_FCTRL, IXGBE_FCTRL_BAM | IXGBE_FCTRL_UPE);
+    wr(&t, IXGBE_HLREG0, (rd(&t, IXGBE_HLREG0) | IXGBE_HLREG0_LPBK) &
+       ~IXGBE_HLREG0_RXCRCSTRP);
+    wr(&t, rxq(0, IXGBE_RXQ_RXDCTL),
+       rd(&t, rxq(0, IXGBE_RXQ_RXDCTL)) | IXGBE_RXDCTL_VME);
+    ring = tx_ring_setup(&t, 0, 16, 0);
+
+    /* 1400 bytes in six pieces: 1396 without the tag, 1400 with the CRC */
+    len = build_vlan_udp_frame(frame, 1400, 0x2123);
+    loopback_frags(&t, ring, &idx, frame, len, cuts, ARRAY_SIZE(cuts));
+    memcpy(want, frame, 12);
+    memcpy(want + 12, frame + 16, len - 16);
+    n = len - 4;
+    stl_le_p(want + n, fcs32(want, n));
+    n += 4;
+    rx_wait(&t, &r, wb);
+    g_assert_cmphex(rx_wb_status(wb) & (IXGBE_RXD_STAT_DD |
+                                        IXGBE_RXD_STAT_EOP), ==,
+                    IXGBE_RXD_STAT_DD);
+    g_assert_cmpuint(rx_wb_length(wb), ==, RX_BUF_SIZE);
+    rx_wait(&t, &r, wb);
+    g_assert_cmpuint(rx_wb_length(wb), ==, n - RX_BUF_SIZE);
+    g_assert_cmphex(rx_wb_status(wb) &
+                    (IXGBE_RXD_STAT_DD | IXGBE_RXD_STAT_EOP |
+                     IXGBE_RXD_STAT_VP | IXGBE_RXD_STAT_IPCS |
+                     IXGBE_RXD_STAT_L4CS | IXGBE_RXD_STAT_UDPCS |
+                     IXGBE_RXD_ERR_IPE | IXGBE_RXD_ERR_TCPE), ==,
+                    IXGBE_RXD_STAT_DD | IXGBE_RXD_STAT_EOP |
+                    IXGBE_RXD_STAT_VP | IXGBE_RXD_STAT_IPCS |
+                    IXGBE_RXD_STAT_L4CS | IXGBE_RXD_STAT_UDPCS);
+    g_assert_cmphex(lduw_le_p(wb + 14), ==, 0x2123);
+    g_assert_cmphex((ldl_le_p(wb) >> IXGBE_RXD_PKTTYPE_SHIFT) &
+                    (IXGBE_RXD_PKTTYPE_IPV4 | IXGBE_RXD_PKTTYPE_UDP), ==,
+                    IXGBE_RXD_PKTTYPE_IPV4 | IXGBE_RXD_PKTTYPE_UDP);
+    rx_check_data(&t, &r, 0, want, RX_BUF_SIZE);
+    rx_check_data(&t, &r, 1, want + RX_BUF_SIZE, n - RX_BUF_SIZE);
+    /* Queue bytes: what reached memory; total octets: the wire's */
+    g_assert_cmpuint(rd(&t, IXGBE_QBRC0), ==, n);
+    g_assert_cmpuint(rd(&t, IXGBE_GORCL), ==, n);
+    g_assert_cmpuint(rd(&t, IXGBE_TORL), ==, len + 4);
+
+    /*
+     * A 30-byte tagged frame in two pieces: padded to 60, 56 without the
+     * tag, 60 with the CRC over the padding
+     */
+    memset(frame, 0, sizeof(frame));
+    memcpy(frame, test_mac, ETH_ALEN);
+    memcpy(frame + 6, peer_mac, ETH_ALEN);
+    stw_be_p(frame + 12, 0x8100);
+    stw_be_p(frame + 14, 7);
+    stw_be_p(frame + 16, 0x88b5);
+    memset(frame + 18, 0x5a, 12);
+    loopback_frags(&t, ring, &idx, frame, 30, short_cuts,
+                   ARRAY_SIZE(short_cuts));
+    memset(want, 0, sizeof(want));
+    memcpy(want, frame, 12);
+    memcpy(want + 12, frame + 16, 14);
+    stl_le_p(want + 56, fcs32(want, 56));
+    rx_wait(&t, &r, wb);
+    g_assert_cmpuint(rx_wb_length(wb), ==, 60);
+    g_assert_cmphex(rx_wb_status(wb) & IXGBE_RXD_STAT_VP, ==,
+                    IXGBE_RXD_STAT_VP);
+    g_assert_cmphex(lduw_le_p(wb + 14), ==, 7);
+    rx_check_data(&t, &r, 2, want, 60);
+
+    g_assert_cmpuint(rd(&t, IXGBE_GPRC), ==, 2);
+    g_assert_cmpuint(rd(&t, rxq(0, IXGBE_RXQ_RDH)), ==, 3);
+    backend_assert_silent(&t);
+    ixgbe_test_stop(&t);
+}
+
 /* RETA entry i -> queue, a pattern that is not simply i % 4 */
 static unsigned reta_queue(unsigned i)
 {
@@ -657,6 +831,367 @@ static void test_eitr(void)
     msix_test_clear_pending(&t, 3);
 
     ixgbe_test_stop(&t);
+}
+
+/* ------------------------------------------------------------------ */
+/* Receive descriptor cache and write-back batching                    */
+/* ------------------------------------------------------------------ */
+
+/* Wait until queue q's head is at want: the device has taken the frames */
+static void wait_rdh(IxgbeTest *t, unsigned q, uint32_t want)
+{
+    for (int i = 0; i < 5000 && rd(t, rxq(q, IXGBE_RXQ_RDH)) != want; i++) {
+        g_usleep(1000);
+    }
+    g_assert_cmpuint(rd(t, rxq(q, IXGBE_RXQ_RDH)), ==, want);
+}
+
+static bool rx_dd(IxgbeTest *t, const RxRing *r, unsigned idx)
+{
+    uint8_t wb[DESC_SIZE];
+
+    return rx_desc_done(t, r, idx, wb);
+}
+
+/* Give descriptor idx its buffer again, as a driver refilling the ring */
+static void rx_rearm(IxgbeTest *t, const RxRing *r, unsigned idx)
+{
+    uint8_t d[DESC_SIZE] = { 0 };
+
+    stq_le_p(d, r->bufs + idx * RX_BUF_SIZE);
+    qtest_memwrite(t->qts, r->ring + idx * DESC_SIZE, d, sizeof(d));
+}
+
+static void rx_set_thresholds(IxgbeTest *t, unsigned q, unsigned pthresh,
+                              unsigned hthresh, unsigned wthresh)
+{
+    uint32_t v = IXGBE_RXDCTL_ENABLE | pthresh |
+                 (hthresh << IXGBE_RXDCTL_HTHRESH_SHIFT) |
+                 (wthresh << IXGBE_RXDCTL_WTHRESH_SHIFT);
+
+    wr(t, rxq(q, IXGBE_RXQ_RXDCTL), v);
+    g_assert_cmphex(rd(t, rxq(q, IXGBE_RXQ_RXDCTL)), ==, v);
+}
+
+/* RX queue 0 on MSI-X vector 2, auto-cleared, with an interval of 200 us */
+#define WB_VECTOR       2
+#define WB_INTERVAL_US  200
+
+static void wb_vector_setup(IxgbeTest *t)
+{
+    msix_setup(t);
+    ivar_rx(t, 0, WB_VECTOR);
+    wr(t, IXGBE_EIAC, BIT(WB_VECTOR));
+    wr(t, IXGBE_EIMS, BIT(WB_VECTOR));
+    wr(t, eitr(WB_VECTOR), (WB_INTERVAL_US / 2) << 3);
+}
+
+static void send_sized(IxgbeTest *t, size_t len, uint8_t seed)
+{
+    uint8_t frame[2048];
+
+    build_frame(frame, test_mac, len, seed);
+    backend_send(t, frame, len);
+}
+
+/*
+ * RXDCTL.WTHRESH: completed descriptors are written back when WTHRESH of
+ * them are pending or when the queue's vector fires, not before; the data
+ * is in memory at once; a frame spanning two buffers is written back
+ * whole; a disabled queue writes back what it held.
+ */
+static void test_rx_wthresh(void)
+{
+    uint8_t frame[2048], wb[DESC_SIZE];
+    IxgbeTest t;
+    RxRing r;
+
+    ixgbe_test_start(&t);
+    rx_ring_setup(&t, &r, 0, 16);
+    rx_enable(&t);
+    wb_vector_setup(&t);
+    rx_set_thresholds(&t, 0, 0, 0, 4);
+
+    /* The first frame's interrupt goes out at once and writes it back */
+    send_sized(&t, 60, 1);
+    wait_rdh(&t, 0, 1);
+    g_assert_true(rx_dd(&t, &r, 0));
+    msix_test_clear_pending(&t, WB_VECTOR);
+
+    /* Three more are held (3 < WTHRESH) while the interval runs */
+    for (unsigned i = 1; i <= 3; i++) {
+        send_sized(&t, 60 + i, 1 + i);
+        wait_rdh(&t, 0, 1 + i);
+    }
+    for (unsigned i = 1; i <= 3; i++) {
+        g_assert_false(rx_dd(&t, &r, i));
+    }
+    build_frame(frame, test_mac, 63, 4);
+    rx_check_data(&t, &r, 3, frame, 63);
+    msix_test_clear_pending(&t, -1);
+
+    /* The fourth reaches WTHRESH: all four are written back */
+    send_sized(&t, 64, 5);
+    wait_rdh(&t, 0, 5);
+    for (unsigned i = 1; i <= 4; i++) {
+        g_assert_true(rx_desc_done(&t, &r, i, wb));
+        g_assert_cmpuint(rx_wb_length(wb), ==, 60 + i);
+    }
+    msix_test_clear_pending(&t, -1);
+
+    /* One held frame is written back when the interval ends */
+    send_sized(&t, 70, 6);
+    wait_rdh(&t, 0, 6);
+    g_assert_false(rx_dd(&t, &r, 5));
+    qtest_clock_step(t.qts, (WB_INTERVAL_US / 2) * SCALE_US);
+    g_assert_false(rx_dd(&t, &r, 5));
+    msix_test_clear_pending(&t, -1);
+    qtest_clock_step(t.qts, (WB_INTERVAL_US / 2 + 10) * SCALE_US);
+    g_assert_true(rx_dd(&t, &r, 5));
+    msix_test_clear_pending(&t, WB_VECTOR);
+
+    /* Two frames of two buffers each: held until the fourth descriptor */
+    send_sized(&t, 1400, 7);
+    wait_rdh(&t, 0, 8);
+    g_assert_false(rx_dd(&t, &r, 6));
+    g_assert_false(rx_dd(&t, &r, 7));
+    send_sized(&t, 1300, 8);
+    wait_rdh(&t, 0, 10);
+    g_assert_true(rx_desc_done(&t, &r, 6, wb));
+    g_assert_cmphex(rx_wb_status(wb) & IXGBE_RXD_STAT_EOP, ==, 0);
+    g_assert_cmpuint(rx_wb_length(wb), ==, RX_BUF_SIZE);
+    g_assert_true(rx_desc_done(&t, &r, 7, wb));
+    g_assert_cmphex(rx_wb_status(wb) & IXGBE_RXD_STAT_EOP, ==,
+                    IXGBE_RXD_STAT_EOP);
+    g_assert_cmpuint(rx_wb_length(wb), ==, 1400 - RX_BUF_SIZE);
+    g_assert_true(rx_desc_done(&t, &r, 9, wb));
+    g_assert_cmpuint(rx_wb_length(wb), ==, 1300 - RX_BUF_SIZE);
+    build_frame(frame, test_mac, 1400, 7);
+    rx_check_data(&t, &r, 6, frame, RX_BUF_SIZE);
+    rx_check_data(&t, &r, 7, frame + RX_BUF_SIZE, 1400 - RX_BUF_SIZE);
+
+    /* A held descriptor is written back when the queue is disabled */
+    send_sized(&t, 80, 9);
+    wait_rdh(&t, 0, 11);
+    g_assert_false(rx_dd(&t, &r, 10));
+    wr(&t, rxq(0, IXGBE_RXQ_RXDCTL), 4u << IXGBE_RXDCTL_WTHRESH_SHIFT);
+    g_assert_true(rx_dd(&t, &r, 10));
+
+    g_assert_cmpuint(rd(&t, IXGBE_QPRC0), ==, 9);
+    ixgbe_test_stop(&t);
+}
+
+/*
+ * A ring with fewer descriptors than WTHRESH: the frames that fill it are
+ * written back by the interrupt, a frame without descriptors waits
+ * (RDT = RDH) and is taken once the driver gives some back, and with
+ * SRRCTL.DROP_EN it is dropped and counted in RNBC.
+ */
+static void test_rx_wthresh_ring_full(void)
+{
+    uint8_t wb[DESC_SIZE];
+    uint32_t rnbc = 0;
+    IxgbeTest t;
+    RxRing r;
+
+    ixgbe_test_start(&t);
+    rx_ring_setup(&t, &r, 0, 8);
+    rx_enable(&t);
+    wb_vector_setup(&t);
+    rx_set_thresholds(&t, 0, 0, 0, 16);
+
+    send_sized(&t, 60, 1);
+    wait_rdh(&t, 0, 1);
+    g_assert_true(rx_dd(&t, &r, 0));
+    msix_test_clear_pending(&t, WB_VECTOR);
+    for (unsigned i = 1; i < 7; i++) {
+        send_sized(&t, 60, 1 + i);
+    }
+    wait_rdh(&t, 0, 7);
+    /* The ring is full (RDH = RDT): the eighth frame waits */
+    send_sized(&t, 90, 8);
+    g_usleep(SILENCE_MS * 1000);
+    g_assert_cmpuint(rd(&t, rxq(0, IXGBE_RXQ_RDH)), ==, 7);
+    g_assert_cmpuint(rd(&t, IXGBE_RNBC0), ==, 0);
+    for (unsigned i = 1; i < 7; i++) {
+        g_assert_false(rx_dd(&t, &r, i));
+    }
+    /* The interval ends: the interrupt writes back what the ring holds */
+    qtest_clock_step(t.qts, (WB_INTERVAL_US + 10) * SCALE_US);
+    for (unsigned i = 1; i < 7; i++) {
+        g_assert_true(rx_dd(&t, &r, i));
+    }
+    msix_test_clear_pending(&t, WB_VECTOR);
+
+    /* The driver gives 7, 0..5 back: the waiting frame takes entry 7 */
+    rx_rearm(&t, &r, 7);
+    for (unsigned i = 0; i < 6; i++) {
+        rx_rearm(&t, &r, i);
+    }
+    wr(&t, rxq(0, IXGBE_RXQ_RDT), 6);
+    wait_rdh(&t, 0, 0);
+    qtest_clock_step(t.qts, (WB_INTERVAL_US + 10) * SCALE_US);
+    g_assert_true(rx_desc_done(&t, &r, 7, wb));
+    g_assert_cmpuint(rx_wb_length(wb), ==, 90);
+    msix_test_clear_pending(&t, WB_VECTOR);
+
+    /* With DROP_EN, a frame finding no descriptor is counted and lost */
+    wr(&t, rxq(0, IXGBE_RXQ_SRRCTL),
+       rd(&t, rxq(0, IXGBE_RXQ_SRRCTL)) | IXGBE_SRRCTL_DROP_EN);
+    for (unsigned i = 0; i < 6; i++) {
+        send_sized(&t, 60, 20 + i);
+    }
+    wait_rdh(&t, 0, 6);
+    send_sized(&t, 60, 30);
+    for (int i = 0; i < 5000 && !rnbc; i++) {
+        g_usleep(1000);
+        rnbc += rd(&t, IXGBE_RNBC0);
+    }
+    g_assert_cmpuint(rnbc, ==, 1);
+    g_assert_cmpuint(rd(&t, rxq(0, IXGBE_RXQ_RDH)), ==, 6);
+    g_assert_cmpuint(rd(&t, IXGBE_QPRDC0), ==, 1);
+    ixgbe_test_stop(&t);
+}
+
+/*
+ * A driver that hands descriptors back without waiting for their
+ * write-back (no interrupt ever fires: the vector is masked), three times
+ * round a ring smaller than WTHRESH: the held write-backs never cover
+ * more than the ring, so nothing is written past its end.
+ */
+static void test_rx_wthresh_reused_ring(void)
+{
+    static const uint8_t canary[256] = { [0 ... 255] = 0xcc };
+    uint8_t after[sizeof(canary)];
+    uint64_t ring;
+    IxgbeTest t;
+    RxRing r;
+
+    ixgbe_test_start(&t);
+    rx_ring_setup(&t, &r, 0, 8);
+    ring = guest_alloc(&t.qs->alloc, 8 * DESC_SIZE + sizeof(canary));
+    for (unsigned i = 0; i < 8; i++) {
+        qtest_writeq(t.qts, ring + i * DESC_SIZE, r.bufs + i * RX_BUF_SIZE);
+        qtest_writeq(t.qts, ring + i * DESC_SIZE + 8, 0);
+    }
+    qtest_memwrite(t.qts, ring + 8 * DESC_SIZE, canary, sizeof(canary));
+    wr(&t, rxq(0, IXGBE_RXQ_RDBAL), (uint32_t)ring);
+    wr(&t, rxq(0, IXGBE_RXQ_RDBAH), ring >> 32);
+    wr(&t, rxq(0, IXGBE_RXQ_RDH), 0);
+    r.ring = ring;
+    rx_enable(&t);
+    msix_setup(&t);
+    ivar_rx(&t, 0, WB_VECTOR);
+    rx_set_thresholds(&t, 0, 0, 0, 100);
+
+    for (unsigned round = 0; round < 3; round++) {
+        for (unsigned i = 0; i < 7; i++) {
+            send_sized(&t, 60, round * 7 + i);
+        }
+        wait_rdh(&t, 0, (7 * (round + 1)) % 8);
+        wr(&t, rxq(0, IXGBE_RXQ_RDT), (7 * (round + 2)) % 8);
+    }
+    qtest_memread(t.qts, ring + 8 * DESC_SIZE, after, sizeof(after));
+    g_assert_cmpmem(after, sizeof(after), canary, sizeof(canary));
+    /* Disabling the queue writes back what it still holds */
+    wr(&t, rxq(0, IXGBE_RXQ_RXDCTL), 0);
+    for (unsigned i = 0; i < 8; i++) {
+        g_assert_true(rx_dd(&t, &r, i));
+    }
+    qtest_memread(t.qts, ring + 8 * DESC_SIZE, after, sizeof(after));
+    g_assert_cmpmem(after, sizeof(after), canary, sizeof(canary));
+    g_assert_cmpuint(rd(&t, IXGBE_QPRC0), ==, 21);
+    ixgbe_test_stop(&t);
+}
+
+/*
+ * RXDCTL.PTHRESH/HTHRESH: a tail write reads descriptors ahead, as many
+ * as were made available; a descriptor the driver rewrites after that is
+ * used as it was read.
+ */
+static void test_rx_prefetch(void)
+{
+    uint8_t frame[128], got[128];
+    uint64_t alt;
+    IxgbeTest t;
+    RxRing r;
+
+    ixgbe_test_start(&t);
+    rx_ring_setup(&t, &r, 0, 16);
+    alt = guest_alloc(&t.qs->alloc, 2 * RX_BUF_SIZE);
+    qtest_memset(t.qts, alt, 0, 2 * RX_BUF_SIZE);
+    rx_enable(&t);
+    wr(&t, rxq(0, IXGBE_RXQ_RDT), 0);
+    rx_set_thresholds(&t, 0, 8, 1, 0);
+
+    /* Entries 0..3 are read at the tail write */
+    wr(&t, rxq(0, IXGBE_RXQ_RDT), 4);
+    qtest_writeq(t.qts, r.ring, alt);
+    qtest_writeq(t.qts, r.ring + 4 * DESC_SIZE, alt + RX_BUF_SIZE);
+    /* 4 < PTHRESH cached, 4 >= HTHRESH more: entries 4..7 are read */
+    wr(&t, rxq(0, IXGBE_RXQ_RDT), 8);
+
+    for (unsigned i = 0; i < 5; i++) {
+        send_sized(&t, 100, 40 + i);
+    }
+    wait_rdh(&t, 0, 5);
+    build_frame(frame, test_mac, 100, 40);
+    rx_check_data(&t, &r, 0, frame, 100);
+    build_frame(frame, test_mac, 100, 44);
+    qtest_memread(t.qts, alt + RX_BUF_SIZE, got, 100);
+    g_assert_cmpmem(got, 100, frame, 100);
+    /* Nothing went to the rewritten address of entry 0 */
+    qtest_memread(t.qts, alt, got, 100);
+    for (unsigned i = 0; i < 100; i++) {
+        g_assert_cmpuint(got[i], ==, 0);
+    }
+    ixgbe_test_stop(&t);
+}
+
+/*
+ * Migration with write-backs held: stopping the VM writes them back, so
+ * the destination's RAM has them; the destination reads the rest of the
+ * ring afresh and goes on where the source stopped.
+ */
+static void test_rx_wthresh_migration(void)
+{
+    g_autofree char *path = NULL;
+    uint8_t frame[128];
+    IxgbeTest src, dst;
+    RxRing r;
+
+    ixgbe_test_start(&src);
+    rx_ring_setup(&src, &r, 0, 16);
+    rx_enable(&src);
+    wb_vector_setup(&src);
+    rx_set_thresholds(&src, 0, 0, 0, 8);
+    send_sized(&src, 60, 1);
+    wait_rdh(&src, 0, 1);
+    msix_test_clear_pending(&src, WB_VECTOR);
+    send_sized(&src, 61, 2);
+    send_sized(&src, 62, 3);
+    wait_rdh(&src, 0, 3);
+    g_assert_false(rx_dd(&src, &r, 1));
+    g_assert_false(rx_dd(&src, &r, 2));
+
+    path = save_to_file(&src);
+    g_assert_true(rx_dd(&src, &r, 1));
+    g_assert_true(rx_dd(&src, &r, 2));
+    ixgbe_test_stop(&src);
+
+    g_assert_true(load_from_file(&dst, path));
+    g_assert_true(rx_dd(&dst, &r, 1));
+    g_assert_true(rx_dd(&dst, &r, 2));
+    g_assert_false(rx_dd(&dst, &r, 3));
+    qtest_qmp_assert_success(dst.qts, "{'execute': 'cont'}");
+    send_sized(&dst, 100, 4);
+    wait_rdh(&dst, 0, 4);
+    qtest_clock_step(dst.qts, (WB_INTERVAL_US + 10) * SCALE_US);
+    g_assert_true(rx_dd(&dst, &r, 3));
+    build_frame(frame, test_mac, 100, 4);
+    rx_check_data(&dst, &r, 3, frame, 100);
+    ixgbe_test_stop(&dst);
+    unlink(path);
 }
 
 static void set_link(IxgbeTest *t, bool up)
@@ -1393,9 +1928,16 @@ int main(int argc, char **argv)
     qtest_add_func("ixgbe/reset", test_reset);
     qtest_add_func("ixgbe/tx", test_tx);
     qtest_add_func("ixgbe/rx", test_rx);
+    qtest_add_func("ixgbe/rx/sg-vlan-crc", test_rx_sg_vlan_crc);
     qtest_add_func("ixgbe/rss", test_rss);
     qtest_add_func("ixgbe/msix-routing", test_msix_routing);
     qtest_add_func("ixgbe/eitr", test_eitr);
+    qtest_add_func("ixgbe/rx/wthresh", test_rx_wthresh);
+    qtest_add_func("ixgbe/rx/wthresh-ring-full", test_rx_wthresh_ring_full);
+    qtest_add_func("ixgbe/rx/prefetch", test_rx_prefetch);
+    qtest_add_func("ixgbe/bad-input/rx-wthresh-reused-ring",
+                   test_rx_wthresh_reused_ring);
+    qtest_add_func("ixgbe/rx/wthresh-migration", test_rx_wthresh_migration);
     qtest_add_func("ixgbe/link", test_link);
     qtest_add_func("ixgbe/ptp/clock", test_ptp_clock);
     qtest_add_func("ixgbe/ptp/tx-stamp", test_ptp_tx_stamp);
