@@ -5,7 +5,8 @@
 # the ratios ixgbe/<other>, and writes every raw sample as JSON.
 #
 #   scripts/bench.sh [--kernel 6.1|6.12] [--quick] [--reps N] [--seconds S]
-#                    [--models ixgbe,igb,e1000e,virtio-net] [--out-dir DIR]
+#                    [--models ixgbe,igb,e1000e,virtio-net] [--workloads LIST]
+#                    [--out-dir DIR]
 #   scripts/bench.sh --device-model [--quick] [OPTIONS]
 #
 # --device-model: instead, the guest-free benchmark of the device models
@@ -20,6 +21,11 @@
 #   --reps N       samples per workload and model
 #   --seconds S    length of each sample
 #   --models LIST  subset of models to compare (ixgbe is always included)
+#   --workloads LIST
+#                  subset of slirp-tcp-tx, slirp-tcp-rx, b2b-tcp, b2b-udp,
+#                  vf-vf-tcp, vf-wire-tcp (default: all); the vf-* ones run
+#                  on the models with SR-IOV VFs (ixgbe, igb), the others
+#                  show "no VFs" there
 #   --out-dir DIR  results directory (default $BUILD_DIR/bench)
 #
 # Output: $BUILD_DIR/bench/nicbench-<time>-<kernel>-<mode>.{json,txt}, copied
@@ -79,13 +85,13 @@ kernel=6.1
 args=()
 while (($#)); do
     case "$1" in
-    --kernel | --reps | --seconds | --models | --out-dir)
+    --kernel | --reps | --seconds | --models | --workloads | --out-dir)
         (($# >= 2)) || bad_usage "$1 needs a value"
         if [[ "$1" == --kernel ]]; then kernel=$2; fi
         args+=("$1" "$2")
         shift 2
         ;;
-    --kernel=* | --reps=* | --seconds=* | --models=* | --out-dir=*)
+    --kernel=* | --reps=* | --seconds=* | --models=* | --workloads=* | --out-dir=*)
         if [[ "$1" == --kernel=* ]]; then kernel=${1#*=}; fi
         args+=("$1")
         shift

@@ -84,7 +84,7 @@ case "$HOST_SUITE" in
 esac
 
 # Modules the tests load on demand; their dependencies are added below.
-MODULES=(ixgbe ixgbevf igb e1000e virtio_net virtio_pci veth 8021q macvlan)
+MODULES=(ixgbe ixgbevf igb igbvf e1000e virtio_net virtio_pci veth 8021q macvlan)
 read -r -a EXTRA <<<"${GUEST_EXTRA_MODULES:-}"
 MODULES+=("${EXTRA[@]}")
 

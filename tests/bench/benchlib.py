@@ -360,13 +360,20 @@ def driver_facts(text: str) -> dict[str, Any]:
 
 
 # --------------------------------------------------------- sample figures
+# Paths between two interfaces of the guest whose frames both ends count:
+# "b2b" two ports wired back to back; "vf-vf" two VFs of one PF, through the
+# PF's internal switch; "vf-wire" a VF and the port at the other end of its
+# PF's wire.
+PAIR_KINDS = ("b2b", "vf-vf", "vf-wire")
+
+
 @dataclasses.dataclass(frozen=True)
 class TrafficPath:
     """Where a workload's traffic goes, as seen by the guest."""
 
-    kind: str  # "slirp": one port to the host; "b2b": two ports wired together
-    ports: tuple[str, ...]  # interface names; for b2b (sender, receiver)
-    irqs: tuple[int, ...]  # the IRQs of the ports' PCI functions
+    kind: str  # "slirp": one port to the host; else one of PAIR_KINDS
+    ports: tuple[str, ...]  # interface names; for PAIR_KINDS (sender, receiver)
+    irqs: tuple[int, ...]  # the IRQs of the PCI functions whose drivers handle the traffic
 
 
 def wire_frames(delta: Mapping[str, LinkStats], sender: str, receiver: str) -> int:
@@ -455,7 +462,7 @@ def sample_figures(
         out["cpu_ms_per_mb"] = 1e3 * cpu["total"] / mb
         out["irq_per_mb"] = irqs / mb
     out["rx_dropped"] = sum(d.rx_dropped + d.rx_fifo for d in delta.values())
-    if path.kind == "b2b":
+    if path.kind in PAIR_KINDS:
         frames = wire_frames(delta, path.ports[0], path.ports[1])
         out["frames"] = frames
         out["frames_per_s"] = frames / seconds
@@ -471,6 +478,9 @@ def sample_figures(
 class Row:
     label: str
     values: dict[str, Summary | None]  # model -> summary (None: no samples)
+    # model -> why it has no value by design (e.g. "no VFs"): printed instead
+    # of "-", which means "not measured" (a failure)
+    absent: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def fmt_value(v: float) -> str:
@@ -519,12 +529,12 @@ def ratio_table(
     body: list[list[str]] = []
     for row in rows:
         cells = [row.label]
-        cells += [fmt_summary(row.values.get(m)) for m in models]
+        cells += [row.absent[m] if m in row.absent else fmt_summary(row.values.get(m)) for m in models]
         mine = row.values.get(subject)
         for m in others:
             theirs = row.values.get(m)
             r = ratio(mine.median, theirs.median) if mine is not None and theirs is not None else None
-            cells.append(fmt_ratio(r))
+            cells.append(row.absent[m] if m in row.absent else fmt_ratio(r))
         body.append(cells)
     widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
 

@@ -8,6 +8,12 @@ vCPU count, memory and accelerator. Each guest has three ports of its model:
   port 1  -netdev dgram  <-- wire --> port 2 (in network namespace "peer")
           (two unix datagram sockets: every frame one datagram, nothing else)
 
+and, for the models with SR-IOV (ixgbe, igb) when a VF workload is chosen,
+two more on a wire of their own, so the ports above stay as they are:
+
+  port 3  PF with two VFs, VF 0 in netns "vf0", VF 1 in netns "vf1"
+  port 3  -netdev dgram  <-- wire --> port 4 (in network namespace "vwire")
+
 Workloads (each run `--reps` times, guests visited round-robin, the others
 paused, so a change in the machine's background load hits every model alike):
 
@@ -16,10 +22,13 @@ paused, so a change in the machine's background load hits every model alike):
   b2b-tcp        TCP port 1 -> port 2
   b2b-udp        UDP port 1 -> port 2, 18-byte payload (60-byte frames),
                  as fast as the sender can
+  vf-vf-tcp      TCP VF 0 -> VF 1 of port 3, through its internal switch
+  vf-wire-tcp    TCP VF 0 of port 3 -> port 4, over port 3's wire
 
 Per sample: iperf3's figures, the device's interrupts (guest /proc/interrupts,
-the IRQs of the ports' PCI functions), the interface counters, and the CPU
-time of the QEMU process (host /proc/<pid>/stat and per thread).
+the IRQs of the PCI functions (ports, VFs) that carry the traffic), the
+interface counters, and the CPU time of the QEMU process (host
+/proc/<pid>/stat and per thread).
 
 Run through scripts/bench.sh; `python3 tests/bench/nicbench.py --help`.
 """
@@ -83,11 +92,12 @@ class Model:
     name: str  # label in tables
     device: str  # -device
     driver: str  # Linux driver
+    vf_driver: str = ""  # Linux driver of its SR-IOV VFs ("": the model has none)
 
 
 MODELS = (
-    Model("ixgbe", "ixgbe", "ixgbe"),
-    Model("igb", "igb", "igb"),
+    Model("ixgbe", "ixgbe", "ixgbe", "ixgbevf"),
+    Model("igb", "igb", "igb", "igbvf"),
     Model("e1000e", "e1000e", "e1000e"),
     Model("virtio-net", "virtio-net-pci", "virtio_net"),
 )
@@ -96,8 +106,12 @@ MODELS = (
 @dataclasses.dataclass(frozen=True)
 class Workload:
     name: str
-    path: str  # "slirp" or "b2b"
+    path: str  # "slirp", "b2b", "vf-vf" or "vf-wire"
     describe: str
+
+    @property
+    def needs_vfs(self) -> bool:
+        return self.path in ("vf-vf", "vf-wire")
 
 
 WORKLOADS = (
@@ -109,24 +123,48 @@ WORKLOADS = (
         "b2b",
         "UDP, 18-byte payload (60-byte frames), unthrottled, between the two wired ports",
     ),
+    Workload(
+        "vf-vf-tcp",
+        "vf-vf",
+        "TCP between two VFs of one PF (each in a netns of its own), through the PF's internal switch",
+    ),
+    Workload("vf-wire-tcp", "vf-wire", "TCP from a VF across its PF's wire (-netdev dgram) to another port"),
 )
+
+
+def model_workloads(model: Model, chosen: Sequence[Workload]) -> list[Workload]:
+    """The chosen workloads a model can run: VF workloads only where it has VFs."""
+    return [w for w in chosen if model.vf_driver or not w.needs_vfs]
+
 
 GUEST_SLIRP_IP = "10.0.2.15"
 HOST_VIA_SLIRP = "10.0.2.2"
 WIRE = "198.51.100"  # TEST-NET-2: only ever on the emulated wire
+VF_NET = "203.0.113"  # TEST-NET-3: the VFs' wire (port 3 <-> port 4); .1 port 4, .10 + n VF n
+NUM_VFS = 2
 PEER_PORT = 5201
 SMP = 2
 MEMORY_MB = 1024
 UDP_PAYLOAD = 18  # + 8 UDP + 20 IPv4 + 14 Ethernet = 60-byte frames
 
 # What the guest prints at both ends of a sample (benchlib.parse_snapshot):
-# /proc/interrupts, and /proc/net/dev of the root namespace and (through the
-# iperf3 server living there) of namespace "peer". Plain cat of /proc files:
-# cheap, and the same for every model.
+# /proc/interrupts, and /proc/net/dev of the root namespace and of each
+# namespace in $BENCH_NS ("name:pid ...", the pid of a process living there,
+# an iperf3 server). Plain cat of /proc files: cheap, and the same for every
+# model; the loop and echo are shell builtins.
 SNAPSHOT_SH = (
     "snap() { echo @@interrupts; cat /proc/interrupts; echo '@@netdev root'; cat /proc/net/dev; "
-    "echo '@@netdev peer'; cat /proc/$BENCH_PEER/net/dev; }"
+    'for p in $BENCH_NS; do echo "@@netdev ${p%%:*}"; cat /proc/${p#*:}/net/dev; done; }'
 )
+
+# The namespaces a workload's snapshot reads /proc/net/dev of, besides the
+# root namespace (the slirp rows keep reading "peer", as they always did).
+SNAPSHOT_NAMESPACES = {
+    "slirp": ("peer",),
+    "b2b": ("peer",),
+    "vf-vf": ("vf0", "vf1"),
+    "vf-wire": ("vf0", "vwire"),
+}
 
 
 # ------------------------------------------------------------- host side
@@ -181,9 +219,19 @@ class NicGuest:
     """One guest of one NIC model, set up for every workload."""
 
     def __init__(
-        self, model: Model, image: GuestImage, qemu: Path, accel: str, log_dir: Path, vm_name: str = ""
+        self,
+        model: Model,
+        image: GuestImage,
+        qemu: Path,
+        accel: str,
+        log_dir: Path,
+        vm_name: str = "",
+        with_vfs: bool = False,
     ) -> None:
+        if with_vfs and not model.vf_driver:
+            raise BenchError(f"{model.name} has no VFs")
         self.model = model
+        self.with_vfs = with_vfs  # ports 3 and 4, and VFs on port 3
         self.vm_name = vm_name or model.name
         self.image = image
         self.qemu = qemu
@@ -191,17 +239,20 @@ class NicGuest:
         self.log_dir = log_dir
         self.vm: VM | None = None
         self.pid = 0
+        # roles: "slirp", "a", "b"; with VFs also "v" (their PF), "w" (the
+        # far end of v's wire) and "vf0", "vf1"
         self.ports: dict[str, str] = {}  # role -> interface
         self.pci: dict[str, str] = {}  # role -> PCI address
         self.irqs: dict[str, list[int]] = {}  # role -> IRQs of its PCI function
-        self.peer_pid = 0  # a process in netns "peer" (its iperf3 server)
+        self.ns_pids: dict[str, int] = {}  # netns -> a process in it (its iperf3 server)
         self.boot_seconds = 0.0
         self.setup_seconds = 0.0
-        self.facts: dict[str, Any] = {}  # driver settings that shape the figures
+        self.facts: dict[str, Any] = {}  # driver settings that shape the figures (VFs': under "vf")
+        self.vf_facts: dict[str, Any] = {}
 
     def _args(self, d: Path) -> list[str]:
         dev = self.model.device
-        return (
+        args = (
             nic_args(dev, "n0", 0, mac_address(0))
             + user_netdev("n0")
             + nic_args(dev, "w0", 1, mac_address(1))
@@ -209,6 +260,15 @@ class NicGuest:
             + dgram_netdev("w0", d / "wa", d / "wb")
             + dgram_netdev("w1", d / "wb", d / "wa")
         )
+        if self.with_vfs:
+            # after the others: ports 0-2 keep their PCI addresses
+            args += (
+                nic_args(dev, "v0", 3, mac_address(3))
+                + nic_args(dev, "v1", 4, mac_address(4))
+                + dgram_netdev("v0", d / "va", d / "vb")
+                + dgram_netdev("v1", d / "vb", d / "va")
+            )
+        return args
 
     @property
     def guest(self) -> VM:
@@ -232,7 +292,7 @@ class NicGuest:
         self.boot_seconds = time.monotonic() - t0
         self.pid = find_qemu_pid(vm)
         load_driver(vm, self.model.driver)
-        vm.wait_netdevs(self.model.driver, 3, timeout=120)
+        vm.wait_netdevs(self.model.driver, 5 if self.with_vfs else 3, timeout=120)
         self._map_ports()
         p0, p1, p2 = self.ports["slirp"], self.ports["a"], self.ports["b"]
         vm.sh(
@@ -265,7 +325,9 @@ class NicGuest:
             lambda: "LISTEN" in vm.run(f"ip netns exec peer ss -ltn 'sport = :{PEER_PORT}'").stdout,
             timeout=60,
         )
-        self.peer_pid = int(vm.sh("ip netns pids peer").split()[0])
+        self.ns_pids["peer"] = int(vm.sh("ip netns pids peer").split()[0])
+        if self.with_vfs:
+            self._setup_vfs()
         # not every driver answers every query (e1000e has no ethtool -l)
         self.facts = driver_facts(
             vm.sh(
@@ -273,6 +335,8 @@ class NicGuest:
                 f"ethtool -l {p1} 2>&1; true"
             )
         )
+        if self.with_vfs:
+            self.facts["vf"] = self.vf_facts
         self.irqs = self.read_irqs()
         vm.wait_until(
             f"ping {WIRE}.2 over the wire",
@@ -290,8 +354,10 @@ class NicGuest:
         # first time it runs; the samples should not pay for that. One short
         # TCP run covers the driver's transmit and receive paths and the
         # guest's TCP/UDP stack below the socket layer.
-        b2b_tcp = next(w for w in WORKLOADS if w.name == "b2b-tcp")
-        vm.sh(self.workload_cmd(b2b_tcp, 1, host_port) + " >/dev/null", timeout=120)
+        # The VF workloads run the VF driver and the switch: one each.
+        for w in WORKLOADS:
+            if w.name == "b2b-tcp" or (self.with_vfs and w.needs_vfs):
+                vm.sh(self.workload_cmd(w, 1, host_port) + " >/dev/null", timeout=120)
         self.setup_seconds = time.monotonic() - t0 - self.boot_seconds
 
     def _map_ports(self) -> None:
@@ -301,6 +367,8 @@ class NicGuest:
             'echo "${d##*/} $(cat $d/address) $(readlink -f $d/device 2>/dev/null)"; done'
         )
         roles = {mac_address(0): "slirp", mac_address(1): "a", mac_address(2): "b"}
+        if self.with_vfs:
+            roles |= {mac_address(3): "v", mac_address(4): "w"}
         for line in out.splitlines():
             parts = line.split()
             if len(parts) != 3 or parts[1] not in roles:
@@ -315,13 +383,94 @@ class NicGuest:
         if missing:
             raise GuestError(f"{self.model.name}: ports {sorted(missing)} not found:\n{out}")
 
+    def _setup_vfs(self) -> None:
+        """Port 4 into netns "vwire"; VFs on port 3, VF n into netns "vf<n>";
+        an iperf3 server in each of those namespaces (VF 0's only gives the
+        snapshots a process there)."""
+        vm = self.guest
+        pf, wire = self.ports["v"], self.ports["w"]
+        r = vm.run(f"modprobe {self.model.vf_driver}")
+        if not r.ok:
+            raise GuestError(
+                f"{self.model.name}: cannot load {self.model.vf_driver} (a guest image built before it was "
+                f"added? run scripts/build-guest.sh): {r.stdout.strip()}"
+            )
+        vm.sh(
+            " && ".join(
+                [
+                    "ip netns add vwire",
+                    f"ip link set {wire} netns vwire",
+                    "ip netns exec vwire ip link set lo up",
+                    f"ip netns exec vwire ip addr add {VF_NET}.1/24 dev {wire}",
+                    f"ip netns exec vwire ip link set {wire} up",
+                    f"ip link set {pf} up",  # the VFs have link only while their PF is up
+                ]
+            )
+        )
+        vm.sh(f"echo {NUM_VFS} > /sys/class/net/{pf}/device/sriov_numvfs", timeout=180)
+
+        def vf_netdevs() -> list[tuple[str, str]] | None:
+            out = vm.run(
+                f"for n in $(seq 0 {NUM_VFS - 1}); do b=$(basename $(readlink /sys/class/net/{pf}/device/virtfn$n)); "
+                'echo "$b $(ls /sys/bus/pci/devices/$b/net 2>/dev/null)"; done'
+            ).stdout
+            found = [tuple(ln.split()) for ln in out.splitlines() if len(ln.split()) == 2]
+            return [(b, n) for b, n in found] if len(found) == NUM_VFS else None
+
+        vfs = vm.wait_until(f"{NUM_VFS} {self.model.vf_driver} interfaces", vf_netdevs, timeout=120)
+        for n, (bdf, dev) in enumerate(vfs):
+            ns = f"vf{n}"
+            self.ports[ns], self.pci[ns] = dev, bdf
+            vm.sh(
+                " && ".join(
+                    [
+                        f"ip netns add {ns}",
+                        f"ip link set {dev} netns {ns}",
+                        f"ip netns exec {ns} ip link set lo up",
+                        f"ip netns exec {ns} ip addr add {VF_NET}.{10 + n}/24 dev {dev}",
+                        f"ip netns exec {ns} ip link set {dev} up",
+                    ]
+                )
+            )
+        where = [("vwire", wire)] + [(f"vf{n}", dev) for n, (_, dev) in enumerate(vfs)]
+        carriers = "; ".join(f"ip netns exec {ns} cat /sys/class/net/{dev}/carrier" for ns, dev in where)
+        vm.wait_until(
+            "carrier on " + ", ".join(f"{dev} (netns {ns})" for ns, dev in where),
+            lambda: vm.run(carriers).stdout.split() == ["1"] * len(where),
+            timeout=90,
+        )
+        for ns, _ in where:
+            vm.sh(f"ip netns exec {ns} iperf3 -s -D -p {PEER_PORT} --logfile /tmp/bench/iperf3-{ns}.log")
+            listening = f"ip netns exec {ns} ss -ltn 'sport = :{PEER_PORT}'"
+            vm.wait_until(
+                f"iperf3 server in netns {ns}",
+                lambda: "LISTEN" in vm.run(listening).stdout,
+                timeout=60,
+            )
+            self.ns_pids[ns] = int(vm.sh(f"ip netns pids {ns}").split()[0])
+        r = vm.run(
+            "ip netns exec vf0 ethtool -i {d}; echo @@; ip netns exec vf0 ethtool -c {d} 2>&1; echo @@; "
+            "ip netns exec vf0 ethtool -k {d} 2>&1; echo @@; ip netns exec vf0 ethtool -l {d} 2>&1; true".format(
+                d=self.ports["vf0"]
+            )
+        )
+        self.vf_facts = driver_facts(r.stdout)
+        for dst, what in ((f"{VF_NET}.11", "VF 1 through the internal switch"), (f"{VF_NET}.1", "the wire")):
+            ping = f"ip netns exec vf0 ping -c 1 -W 2 {dst}"
+            vm.wait_until(
+                f"ping from VF 0 to {what}",
+                lambda: vm.run(ping).ok,
+                timeout=60,
+                interval=1,
+            )
+
     IRQS_SH = (
         'for b in {pci}; do d=/sys/bus/pci/devices/$b; echo "@@irqs $b"; '
         'if [ -n "$(ls $d/msi_irqs 2>/dev/null)" ]; then ls $d/msi_irqs; else cat $d/irq; fi; done'
     )
 
     def _irqs_cmd(self) -> str:
-        return self.IRQS_SH.format(pci=" ".join(self.pci[r] for r in ("slirp", "a", "b")))
+        return self.IRQS_SH.format(pci=" ".join(self.pci.values()))
 
     def _parse_irqs(self, text: str) -> dict[str, list[int]]:
         by_pci: dict[str, list[int]] = {}
@@ -337,10 +486,20 @@ class NicGuest:
         """The IRQs of each port's PCI function (MSI-X vectors, else INTx)."""
         return self._parse_irqs(self.guest.sh(self._irqs_cmd()))
 
+    # the (sender, receiver) roles of each path: their ports' counters give
+    # the frames, their PCI functions' IRQs the interrupts (the VFs' PF "v"
+    # passes the frames but its driver sees none of them)
+    PATH_ROLES = {"slirp": ("slirp",), "b2b": ("a", "b"), "vf-vf": ("vf0", "vf1"), "vf-wire": ("vf0", "w")}
+
     def traffic_path(self, w: Workload) -> TrafficPath:
-        if w.path == "slirp":
-            return TrafficPath("slirp", (self.ports["slirp"],), tuple(self.irqs["slirp"]))
-        return TrafficPath("b2b", (self.ports["a"], self.ports["b"]), tuple(self.irqs["a"] + self.irqs["b"]))
+        roles = self.PATH_ROLES[w.path]
+        return TrafficPath(
+            w.path, tuple(self.ports[r] for r in roles), tuple(i for r in roles for i in self.irqs[r])
+        )
+
+    def snapshot_ns(self, w: Workload) -> str:
+        """$BENCH_NS of a workload's snapshots: "name:pid" per namespace."""
+        return " ".join(f"{ns}:{self.ns_pids[ns]}" for ns in SNAPSHOT_NAMESPACES[w.path])
 
     def workload_cmd(self, w: Workload, seconds: int, host_port: int) -> str:
         base = f"iperf3 -i 0 -J -t {int(seconds)}"
@@ -352,6 +511,10 @@ class NicGuest:
             return f"{base} -c {WIRE}.2 -p {PEER_PORT}"
         if w.name == "b2b-udp":
             return f"{base} -c {WIRE}.2 -p {PEER_PORT} -u -b 0 -l {UDP_PAYLOAD}"
+        if w.name == "vf-vf-tcp":
+            return f"ip netns exec vf0 {base} -c {VF_NET}.11 -p {PEER_PORT}"
+        if w.name == "vf-wire-tcp":
+            return f"ip netns exec vf0 {base} -c {VF_NET}.1 -p {PEER_PORT}"
         raise BenchError(f"unknown workload {w.name}")
 
     def pause(self) -> None:
@@ -367,7 +530,7 @@ class NicGuest:
         vm = self.guest
         f = f"/tmp/bench/{tag}"
         cmd = (
-            f"BENCH_PEER={self.peer_pid}; {SNAPSHOT_SH}; "
+            f"BENCH_NS='{self.snapshot_ns(w)}'; {SNAPSHOT_SH}; "
             + f"snap > {f}.before; {self.workload_cmd(w, seconds, host_port)} > {f}.out 2>&1; "
             + f"echo $? > {f}.rc; snap > {f}.after; echo measured"
         )
@@ -414,9 +577,12 @@ class NicGuest:
     def kernel_log_problems(self) -> list[str]:
         """Warning-or-worse kernel log records about this guest's NICs (a Tx
         hang or a reset would make its figures meaningless)."""
-        bad = device_problems(
-            self.guest.dmesg(), self.model.driver, list(self.pci.values()), list(self.ports.values())
-        )
+        records = self.guest.dmesg()
+        pci, ports = list(self.pci.values()), list(self.ports.values())
+        bad = device_problems(records, self.model.driver, pci, ports)
+        if self.with_vfs:
+            bad += [r for r in device_problems(records, self.model.vf_driver, pci, ports) if r not in bad]
+            bad.sort(key=lambda r: r.timestamp)
         return format_records(bad).splitlines() if bad else []
 
     def shutdown(self) -> None:
@@ -491,6 +657,10 @@ TABLES: tuple[tuple[str, str, tuple[Metric, ...]], ...] = (
             Metric("b2b-tcp", "frames_per_s", "b2b TCP, kframes/s on the wire", 1e-3),
             Metric("b2b-udp", "sent_pps", "b2b UDP 60B, kpps sent", 1e-3),
             Metric("b2b-udp", "delivered_pps", "b2b UDP 60B, kpps delivered", 1e-3),
+            Metric("vf-vf-tcp", "mbps", "VF->VF TCP (internal switch), Mbit/s"),
+            Metric("vf-vf-tcp", "frames_per_s", "VF->VF TCP, kframes/s through the switch", 1e-3),
+            Metric("vf-wire-tcp", "mbps", "VF->wire TCP, Mbit/s"),
+            Metric("vf-wire-tcp", "frames_per_s", "VF->wire TCP, kframes/s on the wire", 1e-3),
         ),
     ),
     (
@@ -504,6 +674,8 @@ TABLES: tuple[tuple[str, str, tuple[Metric, ...]], ...] = (
         (
             Metric("b2b-tcp", "irq_per_frame", "b2b TCP, IRQ/frame"),
             Metric("b2b-udp", "irq_per_frame", "b2b UDP 60B, IRQ/frame"),
+            Metric("vf-vf-tcp", "irq_per_frame", "VF->VF TCP, IRQ/frame"),
+            Metric("vf-wire-tcp", "irq_per_frame", "VF->wire TCP, IRQ/frame"),
             Metric("slirp-tcp-tx", "irq_per_mb", "slirp TCP guest->host, IRQ/MB"),
             Metric("slirp-tcp-rx", "irq_per_mb", "slirp TCP host->guest, IRQ/MB"),
         ),
@@ -516,6 +688,10 @@ TABLES: tuple[tuple[str, str, tuple[Metric, ...]], ...] = (
             Metric("b2b-tcp", "cpu_main_us_per_frame", "b2b TCP, main loop us/frame"),
             Metric("b2b-udp", "cpu_us_per_frame", "b2b UDP 60B, us/frame"),
             Metric("b2b-udp", "cpu_main_us_per_frame", "b2b UDP 60B, main loop us/frame"),
+            Metric("vf-vf-tcp", "cpu_us_per_frame", "VF->VF TCP, us/frame"),
+            Metric("vf-vf-tcp", "cpu_main_us_per_frame", "VF->VF TCP, main loop us/frame"),
+            Metric("vf-wire-tcp", "cpu_us_per_frame", "VF->wire TCP, us/frame"),
+            Metric("vf-wire-tcp", "cpu_main_us_per_frame", "VF->wire TCP, main loop us/frame"),
             Metric("b2b-tcp", "cpu_ms_per_mb", "b2b TCP, ms/MB"),
             Metric("slirp-tcp-tx", "cpu_ms_per_mb", "slirp TCP guest->host, ms/MB"),
             Metric("slirp-tcp-rx", "cpu_ms_per_mb", "slirp TCP host->guest, ms/MB"),
@@ -543,11 +719,29 @@ def summaries(samples: Sequence[Sample]) -> dict[str, dict[str, dict[str, Summar
     }
 
 
-def render_tables(summ: dict[str, dict[str, dict[str, Summary]]], models: Sequence[str]) -> str:
+NO_VFS = "no VFs"  # the cell of a model without SR-IOV in a VF row
+
+
+def lacks_vfs(model: str, workload: str) -> bool:
+    """The model cannot run the workload: it needs VFs and the model has none."""
+    w = next((x for x in WORKLOADS if x.name == workload), None)
+    m = next((x for x in MODELS if x.name == model), None)
+    return w is not None and m is not None and w.needs_vfs and not m.vf_driver
+
+
+def render_tables(
+    summ: dict[str, dict[str, dict[str, Summary]]],
+    models: Sequence[str],
+    workloads: Sequence[str] | None = None,
+) -> str:
+    """The tables, with rows of the given workloads only (default: all); a
+    model without VFs shows NO_VFS in the VF rows (and in their ratios)."""
     blocks = []
     for title, note, metrics in TABLES:
         rows = []
         for m in metrics:
+            if workloads is not None and m.workload not in workloads:
+                continue
             per_model = summ.get(m.workload, {}).get(m.figure, {})
             values: dict[str, Summary | None] = {}
             for model in models:
@@ -557,8 +751,10 @@ def render_tables(summ: dict[str, dict[str, dict[str, Summary]]], models: Sequen
                     if sm is None
                     else Summary(sm.n, sm.median * m.scale, sm.low * m.scale, sm.high * m.scale)
                 )
-            rows.append(Row(m.label, values))
-        blocks.append(ratio_table(f"== {title} ({note})", rows, models, SUBJECT))
+            absent = {model: NO_VFS for model in models if lacks_vfs(model, m.workload)}
+            rows.append(Row(m.label, values, absent))
+        if rows:
+            blocks.append(ratio_table(f"== {title} ({note})", rows, models, SUBJECT))
     return "\n\n".join(blocks)
 
 
@@ -569,12 +765,13 @@ def ratios(summ: dict[str, dict[str, dict[str, Summary]]], models: Sequence[str]
             per_model = summ.get(m.workload, {}).get(m.figure, {})
             mine = per_model.get(SUBJECT)
             key = f"{m.workload}.{m.figure}"
+            # a model without VFs has no ratio in a VF row (not even None)
             out[key] = {
                 f"{SUBJECT}/{o}": (
                     ratio(mine.median, per_model[o].median) if mine is not None and o in per_model else None
                 )
                 for o in models
-                if o != SUBJECT
+                if o != SUBJECT and not lacks_vfs(o, m.workload)
             }
     return out
 
@@ -604,17 +801,23 @@ def facts_lines(facts: dict[str, dict[str, Any]]) -> list[str]:
     for model, f in facts.items():
         if not f:
             continue
-        co = ", ".join(f"{k} {v}" for k, v in f.get("coalesce", {}).items()) or "none reported"
-        off = f.get("offloads", {})
-        tso = off.get("tcp-segmentation-offload", "?").split(" ")[0]
-        csum = off.get("tx-checksumming", "?").split(" ")[0]
-        q = f.get("combined_queues", "")
-        queues = f"{q} queue pair(s)" if q else "queue count not reported"
-        out.append(
-            f"{model}: driver {f.get('driver', '?')} {f.get('version', '')}, "
-            f"{queues}, coalescing: {co}; TSO {tso}, tx checksum {csum}"
-        )
+        out.append(_facts_line(model, f))
+        if f.get("vf"):
+            out.append(_facts_line(f"{model} VF", f["vf"]))
     return out
+
+
+def _facts_line(model: str, f: dict[str, Any]) -> str:
+    co = ", ".join(f"{k} {v}" for k, v in f.get("coalesce", {}).items()) or "none reported"
+    off = f.get("offloads", {})
+    tso = off.get("tcp-segmentation-offload", "?").split(" ")[0]
+    csum = off.get("tx-checksumming", "?").split(" ")[0]
+    q = f.get("combined_queues", "")
+    queues = f"{q} queue pair(s)" if q else "queue count not reported"
+    return (
+        f"{model}: driver {f.get('driver', '?')} {f.get('version', '')}, "
+        f"{queues}, coalescing: {co}; TSO {tso}, tx checksum {csum}"
+    )
 
 
 # ------------------------------------------------------------------ main
@@ -633,6 +836,13 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         default=",".join(m.name for m in MODELS),
         help="comma-separated subset of: " + ", ".join(m.name for m in MODELS) + " (ixgbe always included)",
     )
+    p.add_argument(
+        "--workloads",
+        default=",".join(w.name for w in WORKLOADS),
+        help="comma-separated subset of: "
+        + ", ".join(w.name for w in WORKLOADS)
+        + " (the vf-* ones run on the models with VFs: ixgbe, igb)",
+    )
     p.add_argument("--out-dir", type=Path, help="where results go (default $BUILD_DIR/bench)")
     p.add_argument("--check-args", action="store_true", help=argparse.SUPPRESS)  # validate, then exit
     args = p.parse_args(argv)
@@ -650,6 +860,15 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     if SUBJECT not in chosen:
         chosen.insert(0, SUBJECT)
     args.models = [known[n] for n in dict.fromkeys(chosen)]
+    known_w = {w.name: w for w in WORKLOADS}
+    chosen_w = [n.strip() for n in args.workloads.split(",") if n.strip()]
+    unknown = [n for n in chosen_w if n not in known_w]
+    if unknown:
+        p.error(f"unknown workload(s) {unknown}; choose from {[w.name for w in WORKLOADS]}")
+    if not chosen_w:
+        p.error("--workloads names no workload")
+    # in the table's order, whatever the order given
+    args.workloads = [w for w in WORKLOADS if w.name in chosen_w]
     return args
 
 
@@ -693,11 +912,13 @@ def main(argv: Sequence[str]) -> int:
         return 2
     accel = choose_accel(image, qemu, log_dir)
     version = subprocess.run([str(qemu), "-version"], capture_output=True, text=True, check=True).stdout
+    per_model = {m.name: model_workloads(m, args.workloads) for m in args.models}
     log.info(
-        "%s mode: %d model(s) x %d workloads x %d reps x %d s; guest kernel %s; accel %s",
+        "%s mode: %d model(s) x %d workloads (%s) x %d reps x %d s; guest kernel %s; accel %s",
         "quick" if args.quick else "full",
         len(args.models),
-        len(WORKLOADS),
+        len(args.workloads),
+        ", ".join(f"{m} {len(ws)}" for m, ws in per_model.items()),
         args.reps,
         args.seconds,
         image.release,
@@ -717,7 +938,9 @@ def main(argv: Sequence[str]) -> int:
         "qemu": {"version": version.splitlines()[0], "sha256": sha256_file(qemu)},
         "host": host_facts(),
         "models": [dataclasses.asdict(m) for m in args.models],
-        "workloads": [dataclasses.asdict(w) for w in WORKLOADS],
+        "workloads": [dataclasses.asdict(w) for w in args.workloads],
+        "workloads_by_model": {m: [w.name for w in ws] for m, ws in per_model.items()},
+        "num_vfs": NUM_VFS,
         "udp_payload_bytes": UDP_PAYLOAD,
     }
     samples: list[Sample] = []
@@ -734,7 +957,13 @@ def main(argv: Sequence[str]) -> int:
                 # Every failed attempt is reported.
                 for attempt in (1, 2):
                     tb = NicGuest(
-                        m, image, qemu, accel, log_dir, m.name if attempt == 1 else f"{m.name}-retry"
+                        m,
+                        image,
+                        qemu,
+                        accel,
+                        log_dir,
+                        m.name if attempt == 1 else f"{m.name}-retry",
+                        with_vfs=any(w.needs_vfs for w in per_model[m.name]),
                     )
                     log.info("%s: booting and setting up%s", m.name, "" if attempt == 1 else " (second try)")
                     try:
@@ -765,7 +994,7 @@ def main(argv: Sequence[str]) -> int:
                     try:
                         tb.resume()
                         windows = {}
-                        for w in WORKLOADS:
+                        for w in per_model[tb.model.name]:
                             tag = f"r{rep}-{w.name}"
                             windows[w.name] = (tag, tb.measure(w, args.seconds, srv.port, tag))
                         files = tb.fetch([t for t, _ in windows.values()])
@@ -783,7 +1012,7 @@ def main(argv: Sequence[str]) -> int:
                         tb.shutdown()
                         continue
                     la = loadavg()
-                    for w in WORKLOADS:
+                    for w in per_model[tb.model.name]:
                         tag, cpus = windows[w.name]
                         s = evaluate(tb, w, rep, cpus, files[tag])
                         s.raw["host_loadavg"] = la
@@ -818,7 +1047,7 @@ def main(argv: Sequence[str]) -> int:
 
     models = [m.name for m in args.models]
     summ = summaries(samples)
-    tables = render_tables(summ, models)
+    tables = render_tables(summ, models, [w.name for w in args.workloads])
     elapsed = time.monotonic() - t_start
     header = (
         f"NIC benchmark {meta['started']} ({meta['mode']}): {meta['qemu']['version']}, accel {accel}"
@@ -829,6 +1058,12 @@ def main(argv: Sequence[str]) -> int:
         "cells: median ±half the min-max range (relative); ratios are of medians.\n"
         "slirp rows: slirp (user-mode TCP/IP in QEMU's main loop) and TCG dominate them.\n"
         "b2b rows: two ports of the model wired back to back (-netdev dgram), one in a netns."
+        + (
+            f"\nVF rows: {NUM_VFS} VFs of a PF of their own, each in a netns; VF->VF through the PF's "
+            "internal switch, VF->wire to a port on the PF's wire; only models with SR-IOV."
+            if any(w.needs_vfs for w in args.workloads)
+            else ""
+        )
     )
     notes = context_notes(samples, models) + facts_lines({tb.model.name: tb.facts for tb in beds})
     notes += [
@@ -869,7 +1104,7 @@ def main(argv: Sequence[str]) -> int:
     shutil.copyfile(out_dir / f"{name}.txt", out_dir / "latest.txt")
     rel = os.path.relpath(out_dir / f"{name}.json")
     log.info("raw samples: %s (also latest.json); VM logs: %s", rel, os.path.relpath(log_dir))
-    expected = len(args.models) * len(WORKLOADS) * args.reps
+    expected = sum(len(ws) for ws in per_model.values()) * args.reps
     good = len(samples) - len(bad)
     if failures or good != expected:
         log.error("%d of %d samples measured", good, expected)

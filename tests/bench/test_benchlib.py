@@ -20,6 +20,7 @@ from benchlib import (
     BenchError,
     CpuSnapshot,
     GuestSnapshot,
+    PAIR_KINDS,
     LinkStats,
     Row,
     Summary,
@@ -294,7 +295,7 @@ def test_snapshot_shell_snippet_on_this_host() -> None:
     from nicbench import SNAPSHOT_SH
 
     out = subprocess.run(
-        ["sh", "-c", f"BENCH_PEER={os.getpid()}; {SNAPSHOT_SH}; snap"],
+        ["sh", "-c", f"BENCH_NS='peer:{os.getpid()}'; {SNAPSHOT_SH}; snap"],
         capture_output=True,
         text=True,
         check=True,
@@ -306,6 +307,31 @@ def test_snapshot_shell_snippet_on_this_host() -> None:
     snap = parse_snapshot(head)
     assert set(snap.links) == set(parse_proc_net_dev(peer)) - {"lo"}
     assert all(count >= 0 for count in snap.interrupts.values())
+
+
+@pytest.mark.parametrize(
+    "namespaces",
+    [[], ["peer"], ["vf0", "vf1"], ["vf0", "vwire"]],
+)
+def test_snapshot_shell_snippet_names_every_namespace(namespaces: list[str]) -> None:
+    """One @@netdev section per "name:pid" of $BENCH_NS, in its order, after
+    the root namespace's; each holds that pid's /proc/<pid>/net/dev."""
+    from nicbench import SNAPSHOT_SH
+
+    bench_ns = " ".join(f"{ns}:{os.getpid()}" for ns in namespaces)
+    out = subprocess.run(
+        ["sh", "-c", f"BENCH_NS='{bench_ns}'; {SNAPSHOT_SH}; snap"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    ).stdout
+    heads = [ln for ln in out.splitlines() if ln.startswith("@@")]
+    assert heads == ["@@interrupts", "@@netdev root"] + [f"@@netdev {ns}" for ns in namespaces]
+    mine = set(parse_proc_net_dev(Path(f"/proc/{os.getpid()}/net/dev").read_text()))
+    for section in out.split("@@netdev ")[2:]:
+        _, _, content = section.partition("\n")
+        assert set(parse_proc_net_dev(content)) == mine
 
 
 # --------------------------------------------------------------------- iperf3
@@ -399,6 +425,35 @@ def test_sample_figures_slirp_has_no_per_frame_figures() -> None:
     assert "host_other_cpu_pct" not in f
 
 
+@pytest.mark.parametrize("kind", ["vf-vf", "vf-wire"])
+def test_sample_figures_vf_paths_count_frames_between_their_two_ports(kind: str) -> None:
+    """VF paths are pairs like b2b: frames from the sender's and the
+    receiver's counters, per frame figures from them."""
+    before = GuestSnapshot({40: 10, 41: 0}, _links((0, 0), (0, 0)))
+    after = GuestSnapshot({40: 70, 41: 40}, _links((300, 6000), (5900, 250)))
+    path = TrafficPath(kind, ("eth1", "eth2"), (40, 41))
+    cpu = {"total": 3.0, "main": 1.0, "vcpu": 2.0, "other": 0.0, "wall": 2.0}
+    f = sample_figures(path, before, after, cpu, {"seconds": 2.0, "mbps": 50.0, "payload_bytes": 12e6})
+    frames = max(6000, 5900) + max(250, 300)
+    assert f["frames"] == frames
+    assert f["irqs"] == 100
+    assert f["irq_per_frame"] == pytest.approx(100 / frames)
+    assert f["cpu_us_per_frame"] == pytest.approx(3e6 / frames)
+    assert f["cpu_main_us_per_frame"] == pytest.approx(1e6 / frames)
+
+
+def test_sample_figures_unknown_path_kind_has_no_frames() -> None:
+    links = _links((0, 0), (0, 0))
+    after = _links((10, 10), (10, 10))
+    path = TrafficPath("slirp", ("eth1", "eth2"), (40,))
+    cpu = {"total": 1.0, "main": 0.5, "vcpu": 0.5, "other": 0.0, "wall": 1.0}
+    f = sample_figures(
+        path, GuestSnapshot({40: 0}, links), GuestSnapshot({40: 1}, after), cpu, {"seconds": 1.0, "payload_bytes": 1.0}
+    )
+    assert "frames" not in f
+    assert set(PAIR_KINDS) == {"b2b", "vf-vf", "vf-wire"}
+
+
 def test_sample_figures_rejects_moved_irqs() -> None:
     links = _links((0, 0), (0, 0))
     path = TrafficPath("b2b", ("eth1", "eth2"), (30, 31))
@@ -457,6 +512,21 @@ def test_ratio_table_layout_and_ratios() -> None:
         "IRQ/s           50.0      200    25.0       0.25          2.00",
         "a note",
     ]
+
+
+def test_ratio_table_prints_why_a_model_has_no_value() -> None:
+    """A model absent by design shows the reason in its value and ratio
+    cells; a model without samples still shows "-"."""
+    rows = [
+        Row(
+            "VF TCP, Mbit/s",
+            {"ixgbe": Summary(1, 90, 90, 90), "igb": Summary(1, 60, 60, 60), "e1000e": None, "virtio-net": None},
+            {"e1000e": "no VFs"},
+        )
+    ]
+    table = ratio_table("== T", rows, ["ixgbe", "igb", "e1000e", "virtio-net"], "ixgbe")
+    cells = table.splitlines()[-1].split()
+    assert cells[3:] == ["90.0", "60.0", "no", "VFs", "-", "1.50", "no", "VFs", "-"]
 
 
 def test_ratio_table_needs_the_subject() -> None:

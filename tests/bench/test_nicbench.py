@@ -4,11 +4,14 @@ checks, turning a sample's guest files into figures, and the summary tables."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from benchlib import CpuSnapshot, TaskStat
+from benchlib import BenchError, CpuSnapshot, TaskStat, TrafficPath
+from ixgbe_testlib.errors import GuestError
 from ixgbe_testlib.host import GuestImage
 from nicbench import (
     MODELS,
@@ -17,6 +20,8 @@ from nicbench import (
     WORKLOADS,
     Sample,
     NicGuest,
+    Workload,
+    model_workloads,
     context_notes,
     facts_lines,
     evaluate,
@@ -224,3 +229,234 @@ def test_check_args_validates_without_running() -> None:
     assert main(["--check-args", "--models", "igb", "--kernel", "6.12"]) == 0
     with pytest.raises(SystemExit):
         main(["--check-args", "--models", "nope"])
+
+
+# -------------------------------------------------------------- VF workloads
+def _workload(name: str) -> Workload:
+    return next(w for w in WORKLOADS if w.name == name)
+
+
+def test_workloads_option_selects_in_table_order() -> None:
+    assert [w.name for w in parse_args([]).workloads] == [
+        "slirp-tcp-tx",
+        "slirp-tcp-rx",
+        "b2b-tcp",
+        "b2b-udp",
+        "vf-vf-tcp",
+        "vf-wire-tcp",
+    ]
+    args = parse_args(["--workloads", "vf-wire-tcp, b2b-tcp,vf-wire-tcp"])
+    assert [w.name for w in args.workloads] == ["b2b-tcp", "vf-wire-tcp"]
+
+
+@pytest.mark.parametrize(
+    "value,message", [("b2b-tcp,vf-to-vf", "unknown workload(s) ['vf-to-vf']"), (",", "names no workload")]
+)
+def test_workloads_option_rejects_bad_names(value: str, message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        parse_args(["--workloads", value])
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_only_models_with_vfs_run_vf_workloads() -> None:
+    by_name = {m.name: m for m in MODELS}
+    assert {m.name: m.vf_driver for m in MODELS if m.vf_driver} == {"ixgbe": "ixgbevf", "igb": "igbvf"}
+    vf = [_workload("vf-vf-tcp"), _workload("vf-wire-tcp")]
+    assert all(w.needs_vfs for w in vf)
+    assert not any(w.needs_vfs for w in WORKLOADS if w not in vf)
+    chosen = [_workload("b2b-tcp"), *vf]
+    assert model_workloads(by_name["igb"], chosen) == chosen
+    assert model_workloads(by_name["e1000e"], chosen) == [_workload("b2b-tcp")]
+    assert model_workloads(by_name["virtio-net"], vf) == []
+
+
+def _vf_testbed() -> NicGuest:
+    """The igb testbed with VFs: PF "v" (eth3), its wire peer "w" (eth4,
+    netns vwire), VF 0 eth5 (netns vf0), VF 1 eth6 (netns vf1)."""
+    image = GuestImage("6.1", Path("vmlinuz"), Path("initrd.img"), "6.1.0-test")
+    tb = NicGuest(MODELS[1], image, Path("qemu"), "tcg", Path("logs"), with_vfs=True)
+    tb.ports = {"slirp": "eth9", "a": "eth0", "b": "eth1", "v": "eth3", "w": "eth4", "vf0": "eth5", "vf1": "eth6"}
+    tb.pci = {
+        "slirp": "0000:01:00.0",
+        "a": "0000:02:00.0",
+        "b": "0000:03:00.0",
+        "v": "0000:04:00.0",
+        "w": "0000:05:00.0",
+        "vf0": "0000:04:10.0",
+        "vf1": "0000:04:10.4",
+    }
+    tb.irqs = {
+        "slirp": [20],
+        "a": [26, 27],
+        "b": [31, 32],
+        "v": [40, 41],
+        "w": [45, 46],
+        "vf0": [50, 51],
+        "vf1": [55, 56],
+    }
+    tb.ns_pids = {"peer": 300, "vwire": 301, "vf0": 302, "vf1": 303}
+    return tb
+
+
+def test_vf_testbed_needs_a_model_with_vfs() -> None:
+    image = GuestImage("6.1", Path("vmlinuz"), Path("initrd.img"), "6.1.0-test")
+    with pytest.raises(BenchError, match="e1000e has no VFs"):
+        NicGuest(MODELS[2], image, Path("qemu"), "tcg", Path("logs"), with_vfs=True)
+
+
+def test_vf_ports_come_after_the_others(tmp_path: Path) -> None:
+    """With VFs the guest gets two ports more, behind root ports 3 and 4,
+    wired to each other; ports 0-2 keep their arguments (and PCI addresses)."""
+    image = GuestImage("6.1", Path("vmlinuz"), Path("initrd.img"), "6.1.0-test")
+    plain = NicGuest(MODELS[0], image, Path("qemu"), "tcg", Path("logs"))._args(tmp_path)
+    with_vfs = NicGuest(MODELS[0], image, Path("qemu"), "tcg", Path("logs"), with_vfs=True)._args(tmp_path)
+    assert with_vfs[: len(plain)] == plain
+    extra = " ".join(with_vfs[len(plain) :])
+    assert "pcie-root-port,id=rp3" in extra and "pcie-root-port,id=rp4" in extra
+    assert "ixgbe,netdev=v0,mac=52:54:00:12:34:59" in extra and "ixgbe,netdev=v1,mac=52:54:00:12:34:5a" in extra
+    assert f"local.path={tmp_path / 'va'},remote.type=unix,remote.path={tmp_path / 'vb'}" in extra
+    assert f"local.path={tmp_path / 'vb'},remote.type=unix,remote.path={tmp_path / 'va'}" in extra
+
+
+def test_vf_traffic_paths_snapshots_and_commands() -> None:
+    tb = _vf_testbed()
+    vv, vw = _workload("vf-vf-tcp"), _workload("vf-wire-tcp")
+    # the VFs' own IRQs (and the wire peer's), never their PF's
+    assert tb.traffic_path(vv) == TrafficPath("vf-vf", ("eth5", "eth6"), (50, 51, 55, 56))
+    assert tb.traffic_path(vw) == TrafficPath("vf-wire", ("eth5", "eth4"), (50, 51, 45, 46))
+    assert tb.traffic_path(_workload("b2b-tcp")) == TrafficPath("b2b", ("eth0", "eth1"), (26, 27, 31, 32))
+    assert tb.snapshot_ns(vv) == "vf0:302 vf1:303"
+    assert tb.snapshot_ns(vw) == "vf0:302 vwire:301"
+    assert tb.snapshot_ns(_workload("b2b-udp")) == tb.snapshot_ns(_workload("slirp-tcp-rx")) == "peer:300"
+    assert tb.workload_cmd(vv, 2, 5555) == "ip netns exec vf0 iperf3 -i 0 -J -t 2 -c 203.0.113.11 -p 5201"
+    assert tb.workload_cmd(vw, 2, 5555) == "ip netns exec vf0 iperf3 -i 0 -J -t 2 -c 203.0.113.1 -p 5201"
+
+
+def test_vf_irqs_are_read_for_every_function() -> None:
+    tb = _vf_testbed()
+    cmd = tb._irqs_cmd()
+    for bdf in tb.pci.values():
+        assert bdf in cmd
+    text = "".join(
+        f"@@irqs {bdf}\n" + "\n".join(str(i) for i in tb.irqs[role]) + "\n" for role, bdf in tb.pci.items()
+    )
+    assert tb._parse_irqs(text) == tb.irqs
+    missing_vf = text.split("@@irqs 0000:04:10.4")[0]
+    with pytest.raises(GuestError, match="no IRQ list for '0000:04:10.4'"):
+        tb._parse_irqs(missing_vf)
+
+
+def _proc_interrupts(counts: dict[int, int]) -> str:
+    lines = ["           CPU0       CPU1       "]
+    lines += [f" {irq}: {c // 2:10d} {c - c // 2:10d}   PCI-MSI {irq}-edge      ethX" for irq, c in counts.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _net_dev(links: dict[str, tuple[int, int, int, int]]) -> str:
+    """/proc/net/dev with (rx_bytes, rx_packets, tx_bytes, tx_packets) per interface."""
+    out = [
+        "Inter-|   Receive                                                |  Transmit",
+        " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls "
+        "carrier compressed",
+        "    lo:       0       0    0    0    0     0          0         0        0       0    0    0    0     0"
+        "       0          0",
+    ]
+    for name, (rb, rp, tb_, tp) in links.items():
+        out.append(f"  {name}: {rb} {rp} 0 0 0 0 0 0 {tb_} {tp} 0 0 0 0 0 0")
+    return "\n".join(out) + "\n"
+
+
+def _vf_snapshot(irqs: dict[int, int], root: dict[str, Any], per_ns: dict[str, dict[str, Any]]) -> str:
+    text = f"@@interrupts\n{_proc_interrupts(irqs)}@@netdev root\n{_net_dev(root)}"
+    for ns, links in per_ns.items():
+        text += f"@@netdev {ns}\n{_net_dev(links)}"
+    return text
+
+
+def test_evaluate_vf_to_vf_sample_counts_the_vfs() -> None:
+    """Frames from the two VFs' counters (in their namespaces), interrupts
+    of the VF functions only: the PF's (40, 41) and the wire port's do not
+    count, though they moved too."""
+    tb = _vf_testbed()
+    report = json.loads((DATA / "iperf3-tcp.json").read_text())
+    zero = (0, 0, 0, 0)
+    irq0 = {40: 0, 41: 0, 45: 0, 46: 0, 50: 0, 51: 0, 55: 0, 56: 0}
+    irq1 = {40: 7, 41: 9, 45: 1000, 46: 1000, 50: 120, 51: 30, 55: 200, 56: 11}
+    files = {
+        "before": _vf_snapshot(irq0, {"eth0": zero, "eth3": zero}, {"vf0": {"eth5": zero}, "vf1": {"eth6": zero}}),
+        "after": _vf_snapshot(
+            irq1,
+            {"eth0": (5, 5, 5, 5), "eth3": (99, 99, 99, 99)},
+            {"vf0": {"eth5": (40_000, 600, 30_000_000, 20_000)}, "vf1": {"eth6": (29_000_000, 19_500, 42_000, 610)}},
+        ),
+        "out": json.dumps(report),
+        "rc": "0\n",
+    }
+    s = evaluate(tb, _workload("vf-vf-tcp"), 0, _cpus(), files)
+    assert s.ok, s.error
+    frames = max(20_000, 19_500) + max(610, 600)
+    assert s.figures["frames"] == frames
+    assert s.figures["irqs"] == 120 + 30 + 200 + 11
+    assert s.figures["irq_per_frame"] == pytest.approx(361 / frames)
+    assert s.figures["cpu_us_per_frame"] == pytest.approx(3e6 / frames)
+    # the raw record keeps every function's interrupts (the PF's as well) and the VFs' counters
+    assert s.raw["after"]["port_interrupts"]["v"] == 16
+    assert s.raw["after"]["port_interrupts"]["vf1"] == 211
+    assert s.raw["after"]["links"]["eth5"]["tx_packets"] == 20_000
+
+
+def test_evaluate_vf_sample_without_its_namespace_fails() -> None:
+    """A snapshot that lacks the receiving VF's namespace is an error, not a
+    sample of 0 frames."""
+    tb = _vf_testbed()
+    zero = (0, 0, 0, 0)
+    snap = _vf_snapshot({50: 0, 51: 0, 55: 0, 56: 0}, {"eth0": zero}, {"vf0": {"eth5": zero}})
+    files = {"before": snap, "after": snap, "out": (DATA / "iperf3-tcp.json").read_text(), "rc": "0\n"}
+    s = evaluate(tb, _workload("vf-vf-tcp"), 0, _cpus(), files)
+    assert not s.ok and "eth6" in s.error
+
+
+def _vf_samples() -> list[Sample]:
+    out = []
+    for rep, (a, b) in enumerate([(300.0, 100.0), (330.0, 120.0), (270.0, 80.0)]):
+        out.append(Sample("ixgbe", "vf-vf-tcp", rep, True, figures={"mbps": a, "irq_per_frame": 0.1}))
+        out.append(Sample("igb", "vf-vf-tcp", rep, True, figures={"mbps": b, "irq_per_frame": 0.4}))
+        out.append(Sample("e1000e", "b2b-tcp", rep, True, figures={"mbps": 50.0}))
+        out.append(Sample("ixgbe", "b2b-tcp", rep, True, figures={"mbps": 100.0}))
+    return out
+
+
+def test_vf_rows_name_models_without_vfs() -> None:
+    summ = summaries(_vf_samples())
+    models = ["ixgbe", "igb", "e1000e"]
+    text = render_tables(summ, models, ["b2b-tcp", "vf-vf-tcp"])
+    lines = text.splitlines()
+    row = next(ln for ln in lines if ln.startswith("VF->VF TCP (internal switch), Mbit/s"))
+    # ixgbe 300, igb 100, e1000e: no VFs (value and ratio), ixgbe/igb 3.00
+    assert re.split(r"\s{2,}", row)[1:] == ["300 ±10%", "100 ±20%", "no VFs", "3.00", "no VFs"]
+    irq = next(ln for ln in lines if ln.startswith("VF->VF TCP, IRQ/frame"))
+    assert re.split(r"\s{2,}", irq)[1:] == ["0.1 ±0%", "0.4 ±0%", "no VFs", "0.25", "no VFs"]
+    # a b2b row of a model without VFs is measured as usual; igb ran no b2b: "-"
+    b2b = next(ln for ln in lines if ln.startswith("b2b TCP port->port, Mbit/s"))
+    assert re.split(r"\s{2,}", b2b)[1:] == ["100 ±0%", "-", "50.0 ±0%", "-", "2.00"]
+    # rows of workloads not chosen are left out, and so are tables left empty
+    assert "slirp" not in text and "VF->wire" not in text and "b2b-udp" not in text
+    assert "VF->wire TCP, Mbit/s" in render_tables(summ, models)
+
+
+def test_vf_ratios_leave_out_models_without_vfs() -> None:
+    r = ratios(summaries(_vf_samples()), ["ixgbe", "igb", "e1000e"])
+    assert r["vf-vf-tcp.mbps"] == {"ixgbe/igb": pytest.approx(3.0)}
+    assert r["vf-wire-tcp.mbps"] == {"ixgbe/igb": None}  # not measured: None, not left out
+    assert r["b2b-tcp.mbps"] == {"ixgbe/igb": None, "ixgbe/e1000e": pytest.approx(2.0)}
+
+
+def test_facts_lines_with_vf_facts() -> None:
+    from benchlib import driver_facts
+
+    ixgbe = driver_facts((DATA / "guest-ethtool-ixgbe.txt").read_text())
+    vf = {**ixgbe, "driver": "ixgbevf", "combined_queues": "1"}
+    lines = facts_lines({"ixgbe": {**ixgbe, "vf": vf}})
+    assert len(lines) == 2
+    assert lines[1].startswith("ixgbe VF: driver ixgbevf 6.1.0-56-amd64, 1 queue pair(s)")
