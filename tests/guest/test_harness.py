@@ -136,6 +136,23 @@ def test_a_guest_that_hangs_before_any_driver_boots_twice(image: GuestImage, qem
     assert "boot 1 hung before any NIC driver was loaded" in vm.agent_log.read_text()
 
 
+def test_problems_of_an_earlier_vm_of_the_same_name_are_not_this_ones(
+    image: GuestImage, qemu: Path, tmp_path: Path
+) -> None:
+    """A rerun in the same log directory appends to qemu-stderr.log: what an
+    earlier VM of the same name wrote there is not this VM's problem."""
+    old = tmp_path / "again" / "qemu-stderr.log"
+    old.parent.mkdir(parents=True)
+    old.write_text("qemu-system-x86_64: an earlier run's complaint\n")
+    vm = VM(image, name="again", log_dir=tmp_path, qemu=qemu)
+    assert vm.qemu_problems() == ""
+    with old.open("a") as f:
+        f.write("qemu-system-x86_64: this run's complaint\n")
+    assert "this run's complaint" in vm.qemu_problems()
+    assert "earlier run" not in vm.qemu_problems()
+    vm.shutdown()
+
+
 def test_shutdown_leaves_nothing(make_vm: VMFactory) -> None:
     vm = make_vm(name="short")
     pid, sockets = vm.pid, vm.sock_path("qmp").parent

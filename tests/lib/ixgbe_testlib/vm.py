@@ -280,6 +280,11 @@ class VM:
         self.debug_log = self.log_dir / "qemu-debug.log"
         self.serial_log = self.log_dir / "serial.log"
         self.agent_log = self.log_dir / "agent.log"
+        # QEMU's stderr is appended to the log (a second boot of this VM
+        # adds to it); an earlier VM of the same name in the same directory
+        # (a rerun) left its part before this offset. QEMU truncates its -D
+        # log itself.
+        self._stderr_start = self.stderr_log.stat().st_size if self.stderr_log.exists() else 0
         self._proc: subprocess.Popen[bytes] | None = None
         self._console: _Console | None = None
         self._qmp: QEMUMonitorProtocol | None = None
@@ -556,7 +561,9 @@ class VM:
         parts = []
         for f in (self.stderr_log, self.debug_log):
             try:
-                text = f.read_text(errors="replace").strip()
+                with f.open("rb") as fh:
+                    fh.seek(self._stderr_start if f == self.stderr_log else 0)
+                    text = fh.read().decode(errors="replace").strip()
             except OSError:
                 continue
             if text:
