@@ -125,7 +125,7 @@ def test_a_guest_that_hangs_before_any_driver_boots_twice(image: GuestImage, qem
     """A boot that hangs before any NIC driver is loaded (here: an init
     that only waits, so the agent never starts) is tried once more with a
     warning, then fails; QEMU is gone and both boots are in the serial log."""
-    vm = VM(image, name="hang", log_dir=tmp_path, qemu=qemu, append="rdinit=/bin/cat", boot_timeout=30)
+    vm = VM(image, name="hang", log_dir=tmp_path, qemu=qemu, append="rdinit=/bin/cat", boot_timeout=15)
     with pytest.warns(UserWarning, match="boot 1 hung before any NIC driver"), pytest.raises(
         GuestError, match="guest agent not ready"
     ):
