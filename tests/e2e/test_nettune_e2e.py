@@ -231,8 +231,11 @@ def test_readings_match_plan(setup: Setup, timed: None) -> None:
 
 def test_driver_reload_reapplies(setup: Setup, timed: None) -> None:
     vm = setup.vm
+    name = setup.ixgbe
     vm.sh("rmmod ixgbe && modprobe ixgbe", timeout=180)
     wait_ports(setup)
+    # the port is born eth<N>; the harness hands out udev's name for it
+    assert setup.ixgbe == name, f"the port came back as {setup.ixgbe}, not {name}"
     settle(vm)
     verify(vm, "after rmmod ixgbe; modprobe ixgbe")
     assert_readings_match_plan(setup, "after the driver reload")

@@ -794,11 +794,20 @@ class VM:
         return [r[0] for r in rows]
 
     def wait_netdevs(self, driver: str, count: int = 1, timeout: float = 60) -> list[str]:
-        """Wait until `count` interfaces bound to `driver` exist; return them."""
+        """Wait until `count` interfaces bound to `driver` exist; return them.
+
+        A new interface is born eth<N> and udev renames it (enp1s0) a moment
+        later, so a name is only returned once udev's queue is empty and the
+        list reads the same before and after waiting for it.
+        """
 
         def probe() -> list[str] | None:
+            before = self.netdevs(driver)
+            if len(before) < count:
+                return None
+            self.run("udevadm settle --timeout=30", timeout=40)
             devs = self.netdevs(driver)
-            return devs if len(devs) >= count else None
+            return devs if devs == before else None
 
         return self.wait_until(f"{count} {driver} interface(s)", probe, timeout)
 
