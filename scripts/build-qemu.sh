@@ -10,7 +10,8 @@
 #      carries them, derived from docs/system/devices/ixgbe.rst and
 #      hw/net/trace-events-ixgbe by scripts/export-patches.sh);
 #   4. the project's own sources are symlinked into the tree (same relative
-#      paths): hw/net/ixgbe*.[ch], tests/qtest/ixgbe*.[ch];
+#      paths): hw/net/ixgbe*.[ch], tests/qtest/ixgbe*.[ch],
+#      tests/unit/test-ixgbe*.c;
 #   5. configure runs once into $BUILD_DIR/qemu-build (again only when the
 #      option list or the source changes);
 #   6. ninja builds qemu-system-x86_64 and the qtest binaries for the ixgbe
@@ -79,6 +80,7 @@ GIT_ID=(-c user.name="qemu-ixgbe build" -c user.email="build@qemu-ixgbe.invalid"
 LINK_GLOBS=(
     'hw/net/ixgbe*.c' 'hw/net/ixgbe*.h'
     'tests/qtest/ixgbe*.c' 'tests/qtest/ixgbe*.h'
+    'tests/unit/test-ixgbe*.c'
 )
 
 # Debian's firmware directories (packages seabios, qemu-system-data,

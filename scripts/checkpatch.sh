@@ -2,7 +2,7 @@
 # Run QEMU's scripts/checkpatch.pl (from $BUILD_DIR/qemu-src) over the
 # project's device sources and its patch series:
 #   * source files (checkpatch --no-tree -f): hw/net/ixgbe*.[ch],
-#     tests/qtest/ixgbe*.[ch]
+#     tests/qtest/ixgbe*.[ch], tests/unit/test-ixgbe*.c
 #   * patches (checkpatch --no-tree): qemu-patches/*.patch, which carry the
 #     device doc and trace events (docs/system/devices/ixgbe.rst,
 #     hw/net/trace-events-ixgbe) as QEMU's tree receives them
@@ -31,7 +31,7 @@ if (($#)); then
     done
 else
     shopt -s nullglob
-    files=(hw/net/ixgbe*.c hw/net/ixgbe*.h tests/qtest/ixgbe*.c tests/qtest/ixgbe*.h
+    files=(hw/net/ixgbe*.c hw/net/ixgbe*.h tests/qtest/ixgbe*.c tests/qtest/ixgbe*.h tests/unit/test-ixgbe*.c
         qemu-patches/*.patch)
     shopt -u nullglob
 fi

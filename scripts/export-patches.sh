@@ -54,9 +54,9 @@
 # fixed abbreviations, no user or system git configuration), so the same
 # commits give the same files anywhere.
 #
-# The project's own sources (hw/net/ixgbe*, tests/qtest/ixgbe*) are linked
-# into the tree by build-qemu.sh, not committed: they never appear in the
-# series.
+# The project's own sources (hw/net/ixgbe*, tests/qtest/ixgbe*,
+# tests/unit/test-ixgbe*) are linked into the tree by build-qemu.sh, not
+# committed: they never appear in the series.
 #
 # Usage: scripts/export-patches.sh [--src DIR] [--from-series | --check]
 #   --src DIR   the QEMU tree (default $BUILD_DIR/qemu-src)

@@ -184,6 +184,7 @@ export SANITIZER_BUILD_DIR
 # shellcheck disable=SC2034 # used by the scripts that source this file
 QEMU_UNIT_TESTS=(
     tests/unit/test-io-task # qemu-patches: io/task, results at default priority
+    tests/unit/test-ixgbe-iov # the model's iovec walk, CRC and checksum
 )
 
 # Export ASAN_OPTIONS and UBSAN_OPTIONS so that any sanitizer report ends

@@ -26,6 +26,7 @@
 #include "qemu/iov.h"
 #include "net/net.h"
 #include "net/eth.h"
+#include "net/checksum.h"
 #include "hw/pci/pci_device.h"
 #include "system/dma.h"
 #include "net_tx_pkt.h"
@@ -35,8 +36,8 @@
 #include "ixgbe_fdir.h"
 #include "ixgbe_vt.h"
 #include "ixgbe_sriov.h"
+#include "ixgbe_iov.h"
 #include "trace.h"
-#include <zlib.h>
 
 #define IXGBE_MIN_FRAME         60
 #define IXGBE_STD_FRAME         1518
@@ -689,6 +690,53 @@ static void ixgbe_rx_fdir(IxgbeCore *core, const IxgbeRxFrame *f,
     }
 }
 
+/*
+ * The TCP or UDP checksum of a parsed frame, over the frame where it lies
+ * (ixgbe_iov_csum): false when there is none to check (an IPv4 fragment,
+ * a UDP datagram sent without one), else *ok says whether it is right.
+ * The length checked is the one the headers give, cut at the frame's end.
+ */
+static bool ixgbe_rx_l4_csum(struct NetRxPkt *pkt, const IxgbeRxFrame *f,
+                             bool ip4, bool udp, bool *ok)
+{
+    size_t l4off = net_rx_pkt_get_l4_hdr_offset(pkt);
+    uint8_t l4hdr[8];
+    uint32_t sum, cso;
+    uint16_t csl = 0;
+
+    if (ip4 && net_rx_pkt_get_ip4_info(pkt)->fragment) {
+        return false;
+    }
+    if (udp) {
+        if (iov_to_buf(f->iov, f->iovcnt, l4off, l4hdr, sizeof(l4hdr)) !=
+            sizeof(l4hdr) || lduw_be_p(l4hdr + 6) == 0) {
+            return false;
+        }
+        csl = lduw_be_p(l4hdr + 4);
+    }
+    if (ip4) {
+        struct ip_header *iph = &net_rx_pkt_get_ip4_info(pkt)->ip4_hdr;
+
+        if (!udp) {
+            csl = be16_to_cpu(iph->ip_len) - IP_HDR_GET_LEN(iph);
+        }
+        sum = eth_calc_ip4_pseudo_hdr_csum(iph, csl, &cso);
+    } else {
+        eth_ip6_hdr_info *info = net_rx_pkt_get_ip6_info(pkt);
+        struct ip6_header *iph = &info->ip6_hdr;
+
+        if (!udp) {
+            csl = be16_to_cpu(iph->ip6_ctlun.ip6_un1.ip6_un1_plen) -
+                  (info->full_hdr_len - sizeof(*iph));
+        }
+        sum = eth_calc_ip6_pseudo_hdr_csum(iph, csl, info->l4proto, &cso);
+    }
+    sum += ixgbe_iov_csum(f->iov, f->iovcnt, l4off, csl);
+    sum = net_checksum_finish_nozero(sum);
+    *ok = sum == 0 || sum == 0xFFFF;
+    return true;
+}
+
 static void ixgbe_rx_classify(IxgbeCore *core, const IxgbeRxFrame *f,
                               IxgbeRxInfo *info)
 {
@@ -721,7 +769,7 @@ static void ixgbe_rx_classify(IxgbeCore *core, const IxgbeRxFrame *f,
         }
     }
     if ((l4 == ETH_L4_HDR_PROTO_TCP || l4 == ETH_L4_HDR_PROTO_UDP) &&
-        net_rx_pkt_validate_l4_csum(pkt, &csum_ok)) {
+        ixgbe_rx_l4_csum(pkt, f, ip4, l4 == ETH_L4_HDR_PROTO_UDP, &csum_ok)) {
         info->status |= IXGBE_RXD_STAT_L4CS;
         if (l4 == ETH_L4_HDR_PROTO_UDP) {
             info->status |= IXGBE_RXD_STAT_UDPCS;
@@ -830,49 +878,31 @@ static MemTxResult ixgbe_rx_dma_write(IxgbeCore *core, unsigned q,
     return pci_dma_write(ixgbe_queue_dma_dev(core, q), addr, buf, len);
 }
 
+typedef struct IxgbeRxDmaIov {
+    IxgbeCore *core;
+    unsigned queue;
+    uint64_t addr;
+    MemTxResult res;
+} IxgbeRxDmaIov;
+
+static void ixgbe_rx_dma_write_piece(void *opaque, const uint8_t *buf,
+                                     size_t len, size_t pos)
+{
+    IxgbeRxDmaIov *d = opaque;
+
+    d->res |= ixgbe_rx_dma_write(d->core, d->queue, d->addr + pos, buf, len);
+}
+
 /* Bytes [off, off + n) of an iovec to guest address addr */
 static MemTxResult ixgbe_rx_dma_write_iov(IxgbeCore *core, unsigned q,
                                           uint64_t addr,
                                           const struct iovec *iov,
                                           int iovcnt, size_t off, size_t n)
 {
-    MemTxResult res = MEMTX_OK;
+    IxgbeRxDmaIov d = { .core = core, .queue = q, .addr = addr };
 
-    for (int i = 0; i < iovcnt && n; i++) {
-        size_t run;
-
-        if (off >= iov[i].iov_len) {
-            off -= iov[i].iov_len;
-            continue;
-        }
-        run = MIN(iov[i].iov_len - off, n);
-        res |= ixgbe_rx_dma_write(core, q, addr,
-                                  (const uint8_t *)iov[i].iov_base + off,
-                                  run);
-        addr += run;
-        n -= run;
-        off = 0;
-    }
-    return res;
-}
-
-/* CRC-32 of bytes [off, off + n) of an iovec, continuing crc */
-static uint32_t ixgbe_iov_crc(uint32_t crc, const struct iovec *iov,
-                              int iovcnt, size_t off, size_t n)
-{
-    for (int i = 0; i < iovcnt && n; i++) {
-        size_t run;
-
-        if (off >= iov[i].iov_len) {
-            off -= iov[i].iov_len;
-            continue;
-        }
-        run = MIN(iov[i].iov_len - off, n);
-        crc = crc32(crc, (const uint8_t *)iov[i].iov_base + off, run);
-        n -= run;
-        off = 0;
-    }
-    return crc;
+    ixgbe_iov_walk(iov, iovcnt, off, n, ixgbe_rx_dma_write_piece, &d);
+    return d.res;
 }
 
 /*
