@@ -141,6 +141,7 @@ struct IxgbeCore {
     uint64_t rx_wb_map[2];      /* queues holding write-backs */
     VMChangeStateEntry *vm_state;
     struct NetTxPkt *tx_pkt;    /* the packet being sent (any queue) */
+    uint8_t *tx_buf;            /* or its bytes, when sent without offloads */
     struct NetRxPkt *rx_pkt;
 
     uint8_t permanent_mac[6];

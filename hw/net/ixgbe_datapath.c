@@ -44,6 +44,11 @@
 #define IXGBE_RX_BUF_DEFAULT    2048
 /* The largest TSO packet: an 18-bit PAYLEN plus at most 512 header bytes */
 #define IXGBE_TX_MAX_PACKET     (0x3FFFF + 512)
+/*
+ * A packet without offloads up to this size is read into core->tx_buf
+ * (the largest frame the MAC sends is 15.5 KB)
+ */
+#define IXGBE_TX_PLAIN_MAX      16384
 
 /* Add to a 64-bit counter kept as low/high register pair */
 static void ixgbe_stat64_add(IxgbeCore *core, hwaddr lo, uint64_t n)
@@ -175,9 +180,8 @@ static bool ixgbe_ring_fetch(IxgbeCore *core, const IxgbeRing *r, void *descs,
  * counts the frame without them, as DPDK's per-queue statistics expect.
  */
 static void ixgbe_tx_stats(IxgbeCore *core, unsigned q,
-                           const struct iovec *iov, int iovcnt)
+                           const struct iovec *iov, int iovcnt, size_t len)
 {
-    size_t len = iov_size(iov, iovcnt);
     size_t wire = MAX(len, IXGBE_MIN_FRAME) + 4;
     unsigned si = ixgbe_queue_stat_index(core, IXGBE_TQSM0, q);
     uint8_t dst[ETH_ALEN] = { 0 };
@@ -210,8 +214,9 @@ static void ixgbe_tx_out(void *opaque, const struct iovec *iov, int iovcnt,
     IxgbeTxOut *out = opaque;
     IxgbeCore *core = out->core;
     IxgbeVtTx to = IXGBE_VT_TX_WIRE;
+    size_t len = iov_size(iov, iovcnt);
 
-    trace_ixgbe_tx_frame(out->queue, iov_size(iov, iovcnt));
+    trace_ixgbe_tx_frame(out->queue, len);
     /* Pools: gating, anti-spoofing and the internal switch */
     if (!out->loopback && ixgbe_vt_active(core)) {
         to = ixgbe_vt_tx(core, out->queue, iov, iovcnt);
@@ -219,7 +224,7 @@ static void ixgbe_tx_out(void *opaque, const struct iovec *iov, int iovcnt,
             return;
         }
     }
-    ixgbe_tx_stats(core, out->queue, iov, iovcnt);
+    ixgbe_tx_stats(core, out->queue, iov, iovcnt, len);
     if (out->stamp) {
         /* As the frame leaves: the closest point to the peer's arrival */
         ixgbe_ptp_tx_stamp(core);
@@ -232,22 +237,52 @@ static void ixgbe_tx_out(void *opaque, const struct iovec *iov, int iovcnt,
     }
 }
 
+/*
+ * Whether the packet's first descriptor asks for a VLAN tag to insert
+ * (and which), with the pool's port VLAN (VMVIR) overriding the request
+ */
+static bool ixgbe_tx_vlan(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq,
+                          uint16_t *vlan)
+{
+    uint32_t cmd = txq->first_cmd, olinfo = txq->first_olinfo;
+    IxgbeTxContext *ctx = &txq->ctx[(olinfo >> IXGBE_TXD_IDX_SHIFT) & 1];
+    bool vle = cmd & IXGBE_TXD_CMD_VLE;
+
+    /* The tag: a legacy descriptor's special field, or the context's */
+    *vlan = !(cmd & IXGBE_TXD_CMD_DEXT) ? olinfo >> 16 :
+            ctx->vlan_macip_lens >> IXGBE_TXCTX_VLAN_SHIFT;
+    if (ixgbe_vt_active(core)) {
+        vle = ixgbe_vt_tx_vlan(core, q, vle, vlan);
+    }
+    return vle;
+}
+
+/* Whether the packet goes out as its buffers hold it: no tag, no offload */
+static bool ixgbe_tx_plain(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq)
+{
+    uint32_t cmd = txq->first_cmd, olinfo = txq->first_olinfo;
+    uint16_t vlan;
+
+    if (cmd & IXGBE_TXD_CMD_DEXT) {
+        if ((cmd & IXGBE_TXD_CMD_TSE) ||
+            (olinfo & (IXGBE_TXD_POPTS_TXSM | IXGBE_TXD_POPTS_IXSM))) {
+            return false;
+        }
+    } else if (cmd & IXGBE_LTXD_CMD_IC) {
+        return false;
+    }
+    return !ixgbe_tx_vlan(core, q, txq, &vlan);
+}
+
 static bool ixgbe_tx_offloads(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq,
                               struct NetTxPkt *pkt)
 {
     uint32_t cmd = txq->first_cmd, olinfo = txq->first_olinfo;
     IxgbeTxContext *ctx = &txq->ctx[(olinfo >> IXGBE_TXD_IDX_SHIFT) & 1];
     uint16_t tpid = ixgbe_get(core, IXGBE_VLNCTRL) & 0xFFFF;
-    bool vle = cmd & IXGBE_TXD_CMD_VLE;
-    /* The tag: a legacy descriptor's special field, or the context's */
-    uint16_t vlan = !(cmd & IXGBE_TXD_CMD_DEXT) ? olinfo >> 16 :
-                    ctx->vlan_macip_lens >> IXGBE_TXCTX_VLAN_SHIFT;
+    uint16_t vlan;
 
-    /* With pools, the pool's port VLAN (VMVIR) may override the request */
-    if (ixgbe_vt_active(core)) {
-        vle = ixgbe_vt_tx_vlan(core, q, vle, &vlan);
-    }
-    if (vle) {
+    if (ixgbe_tx_vlan(core, q, txq, &vlan)) {
         net_tx_pkt_setup_vlan_header_ex(pkt, vlan, tpid);
     }
     if (!(cmd & IXGBE_TXD_CMD_DEXT)) {
@@ -336,20 +371,54 @@ static bool ixgbe_tx_map(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq)
     return true;
 }
 
+/*
+ * A packet that goes out as its buffers hold it, read into one piece:
+ * one DMA read per buffer, and nothing for net_tx_pkt to parse or the
+ * backend to gather.
+ */
+static void ixgbe_tx_send_plain(IxgbeCore *core, unsigned q,
+                                IxgbeTxQueue *txq, IxgbeTxOut *out)
+{
+    PCIDevice *dev = ixgbe_queue_dma_dev(core, q);
+    struct iovec iov = { .iov_base = core->tx_buf, .iov_len = 0 };
+
+    for (uint32_t i = 0; i < txq->nfrags; i++) {
+        if (pci_dma_read(dev, txq->frag_addr[i], core->tx_buf + iov.iov_len,
+                         txq->frag_len[i]) != MEMTX_OK) {
+            qemu_log_mask(LOG_GUEST_ERROR,
+                          "ixgbe: txq %u: buffer 0x%" PRIx64 "+%u not "
+                          "readable, frame dropped\n", q, txq->frag_addr[i],
+                          txq->frag_len[i]);
+            return;
+        }
+        iov.iov_len += txq->frag_len[i];
+    }
+    ixgbe_tx_out(out, &iov, 1, NULL, 0);
+}
+
 static void ixgbe_tx_send(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq)
 {
     struct NetTxPkt *pkt = core->tx_pkt;
+    uint32_t stamp = IXGBE_TXD_CMD_DEXT | IXGBE_TXD_CMD_TSTAMP;
     IxgbeTxOut out = {
         .core = core,
         .queue = q,
         .loopback = ixgbe_get(core, IXGBE_HLREG0) & IXGBE_HLREG0_LPBK,
+        .stamp = (txq->first_cmd & stamp) == stamp,
     };
+    uint64_t total = 0;
 
+    for (uint32_t i = 0; i < txq->nfrags; i++) {
+        total += txq->frag_len[i];
+    }
+    /* Less than an Ethernet header goes the long way, to be refused */
+    if (total >= ETH_HLEN && total <= IXGBE_TX_PLAIN_MAX &&
+        ixgbe_tx_plain(core, q, txq)) {
+        ixgbe_tx_send_plain(core, q, txq, &out);
+        return;
+    }
     if (ixgbe_tx_map(core, q, txq)) {
         if (net_tx_pkt_parse(pkt) && ixgbe_tx_offloads(core, q, txq, pkt)) {
-            uint32_t stamp = IXGBE_TXD_CMD_DEXT | IXGBE_TXD_CMD_TSTAMP;
-
-            out.stamp = (txq->first_cmd & stamp) == stamp;
             /*
              * The peer never gets a virtio-net header from this device:
              * offloads (checksums, TSO segmentation) are done here.
@@ -690,6 +759,16 @@ static void ixgbe_rx_fdir(IxgbeCore *core, const IxgbeRxFrame *f,
     }
 }
 
+/* Whether the IPv4 header checksum of a parsed frame is right */
+static bool ixgbe_rx_ip4_csum_ok(struct NetRxPkt *pkt, const IxgbeRxFrame *f)
+{
+    size_t hlen = IP_HDR_GET_LEN(&net_rx_pkt_get_ip4_info(pkt)->ip4_hdr);
+    size_t l3off = net_rx_pkt_get_l4_hdr_offset(pkt) - hlen;
+
+    return net_checksum_finish(ixgbe_iov_csum(f->iov, f->iovcnt, l3off,
+                                              hlen)) == 0;
+}
+
 /*
  * The TCP or UDP checksum of a parsed frame, over the frame where it lies
  * (ixgbe_iov_csum): false when there is none to check (an IPv4 fragment,
@@ -762,7 +841,8 @@ static void ixgbe_rx_classify(IxgbeCore *core, const IxgbeRxFrame *f,
     }
 
     /* Checksums: the 82599 checks IPv4 headers and TCP/UDP always */
-    if (ip4 && net_rx_pkt_validate_l3_csum(pkt, &csum_ok)) {
+    if (ip4) {
+        csum_ok = ixgbe_rx_ip4_csum_ok(pkt, f);
         info->status |= IXGBE_RXD_STAT_IPCS;
         if (!csum_ok) {
             info->status |= IXGBE_RXD_ERR_IPE;
@@ -1490,6 +1570,7 @@ bool ixgbe_rx_switched(IxgbeCore *core, const struct iovec *iov, int iovcnt,
 void ixgbe_datapath_init(IxgbeCore *core)
 {
     net_tx_pkt_init(&core->tx_pkt, IXGBE_MAX_TX_FRAGS);
+    core->tx_buf = g_malloc(IXGBE_TX_PLAIN_MAX);
     net_rx_pkt_init(&core->rx_pkt);
 }
 
@@ -1498,6 +1579,8 @@ void ixgbe_datapath_uninit(IxgbeCore *core)
     /* Nothing stays mapped between transmit runs: tx_pkt is empty */
     net_tx_pkt_uninit(core->tx_pkt);
     core->tx_pkt = NULL;
+    g_free(core->tx_buf);
+    core->tx_buf = NULL;
     net_rx_pkt_uninit(core->rx_pkt);
     core->rx_pkt = NULL;
 }

@@ -496,6 +496,55 @@ static size_t build_vlan_udp_frame(uint8_t *buf, size_t len, uint16_t vid)
 }
 
 /*
+ * The checksum status of received IPv4/UDP frames: checked and right,
+ * odd lengths included; a wrong IP header checksum (IPE) or UDP checksum
+ * (TCPE) each reported alone; a datagram sent without a checksum (0) not
+ * checked
+ */
+static void test_rx_checksum_status(void)
+{
+    static const uint32_t ok = IXGBE_RXD_STAT_IPCS | IXGBE_RXD_STAT_L4CS |
+                               IXGBE_RXD_STAT_UDPCS;
+    static const struct {
+        size_t len;
+        int corrupt;            /* byte to flip, or -1 */
+        bool no_udp_csum;
+        uint32_t want;
+    } cases[] = {
+        { 200, -1, false, ok },
+        { 201, -1, false, ok },
+        { 1001, -1, false, ok },
+        { 200, 18 + 8, false, ok | IXGBE_RXD_ERR_IPE },
+        { 201, 200, false, ok | IXGBE_RXD_ERR_TCPE },
+        { 1001, 517, false, ok | IXGBE_RXD_ERR_TCPE },
+        { 200, 100, true, IXGBE_RXD_STAT_IPCS },
+    };
+    const uint32_t mask = ok | IXGBE_RXD_ERR_IPE | IXGBE_RXD_ERR_TCPE;
+    uint8_t frame[1100], wb[DESC_SIZE];
+    IxgbeTest t;
+    RxRing r;
+
+    ixgbe_test_start(&t);
+    rx_ring_setup(&t, &r, 0, 16);
+    rx_enable(&t);
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+        size_t len = build_vlan_udp_frame(frame, cases[i].len, 5);
+
+        if (cases[i].no_udp_csum) {
+            stw_be_p(frame + 18 + 20 + 6, 0);
+        }
+        if (cases[i].corrupt >= 0) {
+            frame[cases[i].corrupt] ^= 0x40;
+        }
+        backend_send(&t, frame, len);
+        rx_wait(&t, &r, wb);
+        g_assert_cmpuint(rx_wb_length(wb), ==, len);
+        g_assert_cmphex(rx_wb_status(wb) & mask, ==, cases[i].want);
+    }
+    ixgbe_test_stop(&t);
+}
+
+/*
  * Transmit frame in MAC loopback from guest buffers cut at the given
  * offsets (one descriptor each): the receive side gets it as the
  * transmit path's scatter-gather list (its header copies, then the
@@ -1928,6 +1977,7 @@ int main(int argc, char **argv)
     qtest_add_func("ixgbe/reset", test_reset);
     qtest_add_func("ixgbe/tx", test_tx);
     qtest_add_func("ixgbe/rx", test_rx);
+    qtest_add_func("ixgbe/rx/checksum-status", test_rx_checksum_status);
     qtest_add_func("ixgbe/rx/sg-vlan-crc", test_rx_sg_vlan_crc);
     qtest_add_func("ixgbe/rss", test_rss);
     qtest_add_func("ixgbe/msix-routing", test_msix_routing);
