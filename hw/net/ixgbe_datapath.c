@@ -504,6 +504,39 @@ static void ixgbe_tx_set_dd(IxgbeCore *core, const IxgbeRing *r, uint32_t idx)
                   offsetof(IxgbeTxDesc, olinfo_status), &sta, 1);
 }
 
+/*
+ * Mark cnt descriptors from idx on done, for a write-back held by
+ * WTHRESH: each contiguous run is read and written back whole with DD
+ * set (the driver does not touch descriptors it has not had back), two
+ * DMAs instead of one per descriptor.  A run that cannot be read is
+ * marked descriptor by descriptor.
+ */
+static void ixgbe_tx_set_dd_run(IxgbeCore *core, const IxgbeRing *r,
+                                uint32_t idx, uint32_t cnt)
+{
+    PCIDevice *dev = ixgbe_queue_dma_dev(core, r->queue);
+    IxgbeTxDesc descs[IXGBE_TX_BURST];
+
+    while (cnt) {
+        uint32_t run = MIN(MIN(cnt, IXGBE_TX_BURST), r->n - idx);
+        uint64_t addr = ixgbe_ring_desc_addr(r, idx);
+
+        if (pci_dma_read(dev, addr, descs, run * sizeof(descs[0])) ==
+            MEMTX_OK) {
+            for (uint32_t i = 0; i < run; i++) {
+                descs[i].olinfo_status |= cpu_to_le32(IXGBE_TXD_STA_DD);
+            }
+            pci_dma_write(dev, addr, descs, run * sizeof(descs[0]));
+        } else {
+            for (uint32_t i = 0; i < run; i++) {
+                ixgbe_tx_set_dd(core, r, idx + i);
+            }
+        }
+        idx = (idx + run) % r->n;
+        cnt -= run;
+    }
+}
+
 /* Head write-back replaces descriptor write-back when TDWBAL bit 0 is set */
 static bool ixgbe_tx_head_wb(IxgbeCore *core, unsigned q)
 {
@@ -534,9 +567,8 @@ void ixgbe_tx_flush_writeback(IxgbeCore *core, unsigned q)
     ixgbe_ring_init(core, &r, true, q);
     if (!ixgbe_tx_head_wb(core, q) && r.n) {
         /* wb_pending never exceeds the ring (checked on migration too) */
-        for (uint32_t i = 0; i < MIN(txq->wb_pending, r.n); i++) {
-            ixgbe_tx_set_dd(core, &r, (txq->wb_next + i) % r.n);
-        }
+        ixgbe_tx_set_dd_run(core, &r, txq->wb_next % r.n,
+                            MIN(txq->wb_pending, r.n));
     }
     txq->wb_next = (txq->wb_next + txq->wb_pending) % MAX(r.n, 1);
     txq->wb_pending = 0;

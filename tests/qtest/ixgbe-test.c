@@ -379,6 +379,61 @@ static void test_tx(void)
     ixgbe_test_stop(&t);
 }
 
+/*
+ * TXDCTL.WTHRESH: descriptors are written back when WTHRESH of them are
+ * done, all at once, a run that wraps the ring on both sides; only
+ * STA.DD changes in them
+ */
+static void test_tx_wthresh(void)
+{
+    uint8_t frame[128], got[256], before[8][DESC_SIZE], after[DESC_SIZE];
+    IxgbeTest t;
+    uint64_t ring, buf;
+    unsigned idx = 0;
+
+    ixgbe_test_start(&t);
+    ring = tx_ring_setup(&t, 0, 8, 3);
+    build_frame(frame, peer_mac, 80, 1);
+    buf = guest_frame(&t, frame, 80);
+
+    /*
+     * 2 frames, 4, then 3: written back as 0-2, 3-5 and the wrapping run
+     * 6, 7, 0 (descriptor 0 reused once its first write-back is in)
+     */
+    for (unsigned round = 0; round < 3; round++) {
+        static const unsigned frames[] = { 2, 4, 3 };
+        unsigned n = frames[round];
+
+        for (unsigned i = 0; i < n; i++) {
+            unsigned d = (idx + i) % 8;
+
+            tx_put_data(&t, ring, d, buf, 80, 80,
+                        IXGBE_TXD_CMD_EOP | IXGBE_TXD_CMD_RS);
+            qtest_memread(t.qts, ring + d * DESC_SIZE, before[d], DESC_SIZE);
+        }
+        wr(&t, txq(0, IXGBE_TXQ_TDT), (idx + n) % 8);
+        for (unsigned i = 0; i < n; i++) {
+            g_assert_cmpint(backend_recv(&t, got, sizeof(got),
+                                         WAIT_US / 1000), ==, 80);
+        }
+        idx = (idx + n) % 8;
+        g_assert_cmpuint(rd(&t, txq(0, IXGBE_TXQ_TDH)), ==, idx);
+        if (!round) {
+            /* 2 < WTHRESH: both held */
+            g_assert_false(tx_dd(&t, ring, 0));
+            g_assert_false(tx_dd(&t, ring, 1));
+        }
+    }
+    for (unsigned d = 0; d < 8; d++) {
+        qtest_memread(t.qts, ring + d * DESC_SIZE, after, DESC_SIZE);
+        g_assert_true(after[12] & IXGBE_TXD_STA_DD);
+        after[12] &= ~IXGBE_TXD_STA_DD;
+        g_assert_cmpmem(after, DESC_SIZE, before[d], DESC_SIZE);
+    }
+    backend_assert_silent(&t);
+    ixgbe_test_stop(&t);
+}
+
 static void test_rx(void)
 {
     IxgbeTest t;
@@ -1976,6 +2031,7 @@ int main(int argc, char **argv)
     qtest_add_func("ixgbe/init/registers", test_init_registers);
     qtest_add_func("ixgbe/reset", test_reset);
     qtest_add_func("ixgbe/tx", test_tx);
+    qtest_add_func("ixgbe/tx/wthresh", test_tx_wthresh);
     qtest_add_func("ixgbe/rx", test_rx);
     qtest_add_func("ixgbe/rx/checksum-status", test_rx_checksum_status);
     qtest_add_func("ixgbe/rx/sg-vlan-crc", test_rx_sg_vlan_crc);
