@@ -399,11 +399,7 @@ static void test_loopback_short_frame(void)
     RxRing r;
 
     ixgbe_test_start(&t);
-    rx_ring_setup(&t, &r, 0, 8);
-    rx_enable(&t);
-    wr(&t, IXGBE_FCTRL, IXGBE_FCTRL_BAM | IXGBE_FCTRL_UPE);
-    wr(&t, IXGBE_HLREG0, rd(&t, IXGBE_HLREG0) | IXGBE_HLREG0_LPBK);
-    ring = tx_ring_setup(&t, 0, 8, 0);
+    ring = loopback_setup(&t, &r, 8, 8);
     memcpy(frame, test_mac, ETH_ALEN);
     memcpy(frame + 6, peer_mac, ETH_ALEN);
     stw_be_p(frame + 12, 0x88b5);

@@ -642,14 +642,10 @@ static void test_rx_sg_vlan_crc(void)
     RxRing r;
 
     ixgbe_test_start(&t);
-    rx_ring_setup(&t, &r, 0, 8);
-    rx_enable(&t);
-    wr(&t, IXGBE_FCTRL, IXGBE_FCTRL_BAM | IXGBE_FCTRL_UPE);
-    wr(&t, IXGBE_HLREG0, (rd(&t, IXGBE_HLREG0) | IXGBE_HLREG0_LPBK) &
-       ~IXGBE_HLREG0_RXCRCSTRP);
+    ring = loopback_setup(&t, &r, 8, 16);
+    wr(&t, IXGBE_HLREG0, rd(&t, IXGBE_HLREG0) & ~IXGBE_HLREG0_RXCRCSTRP);
     wr(&t, rxq(0, IXGBE_RXQ_RXDCTL),
        rd(&t, rxq(0, IXGBE_RXQ_RXDCTL)) | IXGBE_RXDCTL_VME);
-    ring = tx_ring_setup(&t, 0, 16, 0);
 
     /* 1400 bytes in six pieces: 1396 without the tag, 1400 with the CRC */
     len = build_vlan_udp_frame(frame, 1400, 0x2123);
@@ -999,6 +995,25 @@ static void send_sized(IxgbeTest *t, size_t len, uint8_t seed)
 }
 
 /*
+ * Queue 0 with an ndesc ring, WTHRESH wthresh and its vector as above;
+ * one frame received, whose interrupt (the first: no interval runs yet)
+ * writes it back at once
+ */
+static void wb_test_start(IxgbeTest *t, RxRing *r, unsigned ndesc,
+                          unsigned wthresh)
+{
+    ixgbe_test_start(t);
+    rx_ring_setup(t, r, 0, ndesc);
+    rx_enable(t);
+    wb_vector_setup(t);
+    rx_set_thresholds(t, 0, 0, 0, wthresh);
+    send_sized(t, 60, 1);
+    wait_rdh(t, 0, 1);
+    g_assert_true(rx_dd(t, r, 0));
+    msix_test_clear_pending(t, WB_VECTOR);
+}
+
+/*
  * RXDCTL.WTHRESH: completed descriptors are written back when WTHRESH of
  * them are pending or when the queue's vector fires, not before; the data
  * is in memory at once; a frame spanning two buffers is written back
@@ -1010,17 +1025,8 @@ static void test_rx_wthresh(void)
     IxgbeTest t;
     RxRing r;
 
-    ixgbe_test_start(&t);
-    rx_ring_setup(&t, &r, 0, 16);
-    rx_enable(&t);
-    wb_vector_setup(&t);
-    rx_set_thresholds(&t, 0, 0, 0, 4);
-
     /* The first frame's interrupt goes out at once and writes it back */
-    send_sized(&t, 60, 1);
-    wait_rdh(&t, 0, 1);
-    g_assert_true(rx_dd(&t, &r, 0));
-    msix_test_clear_pending(&t, WB_VECTOR);
+    wb_test_start(&t, &r, 16, 4);
 
     /* Three more are held (3 < WTHRESH) while the interval runs */
     for (unsigned i = 1; i <= 3; i++) {
@@ -1098,16 +1104,7 @@ static void test_rx_wthresh_ring_full(void)
     IxgbeTest t;
     RxRing r;
 
-    ixgbe_test_start(&t);
-    rx_ring_setup(&t, &r, 0, 8);
-    rx_enable(&t);
-    wb_vector_setup(&t);
-    rx_set_thresholds(&t, 0, 0, 0, 16);
-
-    send_sized(&t, 60, 1);
-    wait_rdh(&t, 0, 1);
-    g_assert_true(rx_dd(&t, &r, 0));
-    msix_test_clear_pending(&t, WB_VECTOR);
+    wb_test_start(&t, &r, 8, 16);
     for (unsigned i = 1; i < 7; i++) {
         send_sized(&t, 60, 1 + i);
     }

@@ -349,6 +349,21 @@ void rx_enable(IxgbeTest *t)
     wr(t, IXGBE_RXCTRL, IXGBE_RXCTRL_RXEN);
 }
 
+/*
+ * MAC loopback: receive queue 0 (rx_ndesc descriptors, unicast
+ * promiscuous) takes what transmit queue 0 (tx_ndesc) sends; returns the
+ * transmit ring
+ */
+uint64_t loopback_setup(IxgbeTest *t, RxRing *r, unsigned rx_ndesc,
+                        unsigned tx_ndesc)
+{
+    rx_ring_setup(t, r, 0, rx_ndesc);
+    rx_enable(t);
+    wr(t, IXGBE_FCTRL, IXGBE_FCTRL_BAM | IXGBE_FCTRL_UPE);
+    wr(t, IXGBE_HLREG0, rd(t, IXGBE_HLREG0) | IXGBE_HLREG0_LPBK);
+    return tx_ring_setup(t, 0, tx_ndesc, 0);
+}
+
 void rx_ring_setup(IxgbeTest *t, RxRing *r, unsigned q, unsigned ndesc)
 {
     r->queue = q;

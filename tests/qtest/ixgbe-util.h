@@ -86,6 +86,8 @@ void tx_send_frame(IxgbeTest *t, unsigned q, uint64_t ring, unsigned idx,
 void backend_expect(IxgbeTest *t, const uint8_t *frame, size_t len);
 uint64_t guest_frame(IxgbeTest *t, const uint8_t *frame, size_t len);
 void rx_enable(IxgbeTest *t);
+uint64_t loopback_setup(IxgbeTest *t, RxRing *r, unsigned rx_ndesc,
+                        unsigned tx_ndesc);
 void rx_ring_setup(IxgbeTest *t, RxRing *r, unsigned q, unsigned ndesc);
 bool rx_desc_done(IxgbeTest *t, const RxRing *r, unsigned idx,
                   uint8_t *wb);
