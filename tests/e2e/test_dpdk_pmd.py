@@ -1,26 +1,34 @@
 """DPDK's ixgbe poll-mode driver on the emulated 82599, end to end.
 
 The Debian systemd guest (scripts/build-rootfs.sh; its image has Debian's
-DPDK 22.11: dpdk-testpmd with the ixgbe PMD, dpdk-devbind.py) boots with two
-emulated 82599 ports, each on a tap in the lab network namespace:
+DPDK 22.11: dpdk-testpmd with the ixgbe PMD, dpdk-devbind.py) boots with four
+emulated 82599 ports, each on a tap in the lab network namespace: two
+10GBASE-KR ports (-device ixgbe, 8086:1517) and two of the other parts,
+the X520's SFP+ port (-device ixgbe-sfp, 8086:10FB; a direct-attach cable
+in the uio VM, an Intel SR optic in the vfio one) and the KX4/KX/KR combined
+backplane port (-device ixgbe-combo, 8086:10F8):
 
-    host tap tixgbe0 <-> port 0 (nic0)   testpmd io forwarding   port 1 (nic1) <-> host tap tixgbe1
+    host tap tixgbe0 <-> port 0 (nic0, KR)   testpmd io forwarding   port 1 (nic1, KR) <-> host tap tixgbe1
+    host tap tixgbe2 <-> port 2 (nic2, SFP+) testpmd io forwarding   port 3 (nic3, combo) <-> host tap tixgbe3
 
 Per binding, on one VM, in order:
 
-1. the kernel ixgbe driver let go of both ports; they are bound to the
+1. the kernel ixgbe driver let go of the ports; they are bound to the
    user-space I/O driver with dpdk-devbind.py;
-2. dpdk-testpmd (interactive, driven through a FIFO) probes both ports with
-   net_ixgbe, reports the MACs QEMU was given, and the link up at 10 Gbps;
-3. a link flap (QMP set_link on nic1) reaches testpmd as a link state change
-   interrupt, down and back up;
+2. dpdk-testpmd (interactive, driven through a FIFO) probes every port with
+   net_ixgbe under its part's device ID, its shared code takes each for
+   the part it is (on the SFP+ port: the module type it read over I2C),
+   and it reports the MACs QEMU was given and the link up at 10 Gbps;
+3. a link flap (QMP set_link on nic1, then on the SFP+ port) reaches
+   testpmd as a link state change interrupt, down and back up;
 4. frames the host writes into each tap are forwarded by testpmd out of the
-   other port, byte for byte, spread over two RX queues by RSS; the host
-   captures every one; testpmd's NIC counters (read from the device's
-   statistics registers) agree with what was sent, without errors or misses;
-5. testpmd quits cleanly, the ports go back to the kernel ixgbe driver, and a
-   ping over port 0 works;
-6. no kernel warning about either port, QEMU alive, nothing in its
+   other port of its pair, byte for byte, spread over two RX queues by RSS;
+   the host captures every one; testpmd's NIC counters (read from the
+   device's statistics registers) agree with what was sent, without errors
+   or misses;
+5. testpmd quits cleanly, the ports go back to the kernel ixgbe driver, a
+   ping over port 0 works and every port has its link at 10 Gb/s;
+6. no kernel warning about any port, QEMU alive, nothing in its
    guest-error log.
 
 Bindings:
@@ -50,7 +58,7 @@ import pytest
 
 from conftest import TIMINGS
 from ixgbe_testlib.errors import GuestError
-from ixgbe_testlib.host import scaled
+from ixgbe_testlib.host import has_device, scaled
 from ixgbe_testlib.netcheck import device_problems, format_records
 from ixgbe_testlib.nicargs import mac_address
 from ixgbe_testlib.parsers import KmsgRecord
@@ -65,30 +73,68 @@ RXQ = 2  # RX/TX queues per port (RSS over two RX queues)
 
 
 @dataclasses.dataclass(frozen=True)
+class Part:
+    """An emulated 82599 part as QEMU presents it to the guest."""
+
+    model: str  # QEMU device
+    device_id: str  # its PCI device ID, as DPDK prints it
+    opts: str = ""  # further -device options (the SFP+ module)
+    # what the PMD's shared code makes of the port at probe time (its init
+    # log: "MAC: 2, PHY: <phy>[, SFP+: <sfp>]", enum ixgbe_phy_type and enum
+    # ixgbe_sfp_type of DPDK's base/ixgbe_type.h); the SFP+ part's module is
+    # identified from its ID memory, read over I2C
+    phy: int = 1  # ixgbe_phy_none: a backplane port has no PHY
+    sfp: int | None = None  # no SFP+ cage
+
+
+MAC_82599 = 2  # ixgbe_mac_82599EB
+KR = Part("ixgbe", "1517")  # 10GBASE-KR backplane
+COMBO = Part("ixgbe-combo", "10f8")  # KX4/KX/KR combined backplane
+# X520 SFP+ port with a passive direct-attach cable of no known cable
+# vendor (ixgbe_phy_sfp_passive_unknown, ixgbe_sfp_type_da_cu_core0) ...
+SFP_DA = Part("ixgbe-sfp", "10fb", "sfp=da", phy=14, sfp=3)
+# ... and with an Intel 10GBASE-SR optic (ixgbe_phy_sfp_intel, ixgbe_sfp_type_srlr_core0)
+SFP_SR = Part("ixgbe-sfp", "10fb", "sfp=sr", phy=20, sfp=5)
+
+
+@dataclasses.dataclass(frozen=True)
 class Binding:
     name: str  # test id
     driver: str  # the guest driver that gives the port to DPDK
     iova: str  # EAL --iova-mode
+    parts: tuple[Part, ...]  # the guest's ports, in PCI address (DPDK port id) order
     qemu_args: tuple[str, ...] = ()
     append: str = ""
     modprobe: str = ""
 
 
+# Two KR ports (0 <-> 1) and two other parts (2 <-> 3) per VM: testpmd's
+# paired topology forwards between the ports of each pair.
 BINDINGS = (
-    Binding("uio", "uio_pci_generic", "pa", modprobe="uio_pci_generic"),
+    Binding("uio", "uio_pci_generic", "pa", (KR, KR, SFP_DA, COMBO), modprobe="uio_pci_generic"),
     Binding(
-        "vfio-viommu", "vfio-pci", "va",
+        "vfio-viommu", "vfio-pci", "va", (KR, KR, SFP_SR, COMBO),
         qemu_args=("-machine", "q35,kernel-irqchip=split", "-device", "intel-iommu,intremap=on"),
         append="intel_iommu=on", modprobe="vfio-pci",
     ),
 )  # fmt: skip
 
+# host and guest addresses of each port's wire after port 0's (the image's
+# systemd-networkd gives every ixgbe port 198.51.100.2, used by port 0)
+WIRE_NETS = ("192.0.2", "198.18.0", "198.18.1")
 
-def lab_wires() -> list[Wire]:
-    # port 1's host side gets an address of its own; the image's
-    # systemd-networkd gives every ixgbe port 198.51.100.2 (used by port 0)
-    second = Wire("n1", "tixgbe1", "ixgbe", "ixgbe", mac_address(1), "192.0.2.1", "192.0.2.2")
-    return [ixgbe_wire(0), second]
+
+def lab_wires(parts: tuple[Part, ...]) -> list[Wire]:
+    """One wire per port, behind its own PCIe root port in this order."""
+    wires = []
+    for i, part in enumerate(parts):
+        if i == 0:
+            w = ixgbe_wire(0)
+        else:
+            net = WIRE_NETS[i - 1]
+            w = Wire(f"n{i}", f"tixgbe{i}", "ixgbe", "ixgbe", mac_address(i), f"{net}.1", f"{net}.2")
+        wires.append(dataclasses.replace(w, model=part.model, device_opts=part.opts))
+    return wires
 
 
 # ------------------------------------------------------------ host frames
@@ -254,11 +300,26 @@ def parse_port_info(text: str) -> dict[int, dict[str, str]]:
     return out
 
 
-def parse_probe(text: str) -> tuple[list[str], dict[int, str]]:
-    """testpmd's start-up: PCI addresses net_ixgbe probed, {port: MAC}."""
-    probed = re.findall(r"EAL: Probe PCI driver: net_ixgbe \(8086:1517\) device: (\S+)", text)
+def parse_probe(text: str) -> tuple[dict[str, str], dict[int, str]]:
+    """testpmd's start-up: {PCI address: device ID} of the ports net_ixgbe
+    probed, {port: MAC}."""
+    pat = r"EAL: Probe PCI driver: net_ixgbe \(8086:([0-9A-Fa-f]{4})\) device: (\S+)"
+    probed = {pci: dev_id.lower() for dev_id, pci in re.findall(pat, text)}
     macs = {int(p): m.lower() for p, m in re.findall(r"^Port (\d+): ([0-9A-Fa-f:]{17})\s*$", text, re.M)}
     return probed, macs
+
+
+def parse_identified(text: str) -> dict[str, tuple[int, int, int | None]]:
+    """testpmd's start-up with the PMD's init log at debug level: {PCI
+    address: (MAC type, PHY type, SFP+ type or None)}, from the line its
+    eth_ixgbe_dev_init() prints after the probe line of the port."""
+    out: dict[str, tuple[int, int, int | None]] = {}
+    parts = re.split(r"^EAL: Probe PCI driver: net_ixgbe \(8086:[0-9A-Fa-f]{4}\) device: (\S+).*$", text, flags=re.M)
+    for pci, block in zip(parts[1::2], parts[2::2]):
+        m = re.search(r"eth_ixgbe_dev_init\(\): MAC: (\d+), PHY: (\d+)(?:, SFP\+: (\d+))?$", block, re.M)
+        if m is not None:
+            out[pci] = (int(m.group(1)), int(m.group(2)), int(m.group(3)) if m.group(3) else None)
+    return out
 
 
 def parse_stream_stats(text: str) -> dict[tuple[int, int], int]:
@@ -341,6 +402,7 @@ class Testpmd:
 @dataclasses.dataclass
 class Port:
     wire: Wire
+    part: Part
     pci: str  # guest PCI address
     netdev: str  # the kernel's interface name (before DPDK took the port)
     port_id: int = -1  # DPDK port id
@@ -357,15 +419,16 @@ class Setup:
     exit_code: int | None = None
 
 
-def kernel_ports(vm: SystemdVM, wires: list[Wire]) -> list[Port]:
-    """The ixgbe interfaces, matched to the lab's wires by MAC, in PCI
-    address order (the order DPDK numbers its ports in)."""
+def kernel_ports(vm: SystemdVM, wires: list[Wire], parts: tuple[Part, ...]) -> list[Port]:
+    """The ixgbe interfaces, matched to the lab's wires (and the parts on
+    them) by MAC, in PCI address order (the order DPDK numbers its ports in)."""
     devs = vm.wait_netdevs("ixgbe", len(wires), timeout=180)
-    by_mac = {w.mac.lower(): w for w in wires}
+    by_mac = {w.mac.lower(): (w, part) for w, part in zip(wires, parts, strict=True)}
     ports = []
     for dev in devs:
         mac = vm.sh(f"cat /sys/class/net/{dev}/address").strip().lower()
-        ports.append(Port(by_mac[mac], vm.pci_address(dev), dev))
+        wire, part = by_mac[mac]
+        ports.append(Port(wire, part, vm.pci_address(dev), dev))
     ports.sort(key=lambda p: p.pci)
     for i, p in enumerate(ports):
         p.port_id = i
@@ -378,8 +441,11 @@ def setup(request: pytest.FixtureRequest, rootfs: RootfsImage, qemu: Path, log_r
     manifest = (rootfs.disk.parent / "manifest.txt").read_text()
     if not re.search(r"^package dpdk-dev ", manifest, re.MULTILINE):
         pytest.fail("the guest image has no dpdk-dev (scripts/rootfs/packages.txt)", pytrace=False)
+    for model in sorted({part.model for part in binding.parts}):
+        if not has_device(model, qemu):
+            pytest.fail(f"QEMU binary {qemu} has no '-device {model}'", pytrace=False)
     t0 = time.monotonic()
-    with Lab(lab_wires()) as lab:
+    with Lab(lab_wires(binding.parts)) as lab:
         vm = SystemdVM(
             rootfs, lab=lab, name=f"dpdk-{binding.name}", log_dir=log_root / "dpdk", smp=VCPUS,
             memory_mb=MEMORY_MB, accel=pick_accel(log_root), qemu=qemu, append=binding.append,
@@ -390,8 +456,8 @@ def setup(request: pytest.FixtureRequest, rootfs: RootfsImage, qemu: Path, log_r
         try:
             vm.start()
             # no IPv6 chatter from the host ends: the taps carry only test frames
-            lab.sh("sysctl -qw net.ipv6.conf.tixgbe0.disable_ipv6=1 net.ipv6.conf.tixgbe1.disable_ipv6=1")
-            ports = kernel_ports(vm, lab.wires)
+            lab.sh("sysctl -qw " + " ".join(f"net.ipv6.conf.{w.tap}.disable_ipv6=1" for w in lab.wires))
+            ports = kernel_ports(vm, lab.wires, binding.parts)
             TIMINGS[f"{binding.name}: boot to agent + ports"] = time.monotonic() - t0
             yield Setup(vm, lab, binding, ports, Testpmd(vm))
         finally:
@@ -418,16 +484,22 @@ def test_bind_ports_to_dpdk(setup: Setup, timed: None) -> None:
     assert total >= HUGEPAGES, f"only {total} hugepages"
 
 
-def test_testpmd_probes_both_ports(setup: Setup, timed: None) -> None:
+def test_testpmd_probes_every_port(setup: Setup, timed: None) -> None:
     t0 = time.monotonic()
     eal = ["-l", f"0-{VCPUS - 1}", "-n", "1", f"--iova-mode={setup.binding.iova}"]
+    eal.append("--log-level=pmd.net.ixgbe.init:debug")  # what the PMD made of each port (parse_identified)
     for p in setup.ports:
         eal += ["-a", p.pci]
     app = ["--forward-mode=io", f"--rxq={RXQ}", f"--txq={RXQ}"]
     setup.startup = out = setup.testpmd.start(eal, app)
     assert Testpmd.PROMPT in out, f"testpmd did not reach its prompt:\n{out[-4000:]}"
     probed, macs = parse_probe(out)
-    assert sorted(probed) == sorted(p.pci for p in setup.ports), out
+    assert probed == {p.pci: p.part.device_id for p in setup.ports}, out
+    # the PMD's shared code took each port for the part it is: an 82599 with
+    # no PHY (backplane), or, on the SFP+ part, with the module it read
+    # over I2C (a module it cannot read counts as no module, and probes too)
+    want = {p.pci: (MAC_82599, p.part.phy, p.part.sfp) for p in setup.ports}
+    assert parse_identified(out) == want, out
     for p in setup.ports:
         assert macs.get(p.port_id) == p.wire.mac.lower(), f"port {p.port_id}: {macs}\n{out}"
     assert f"Selected IOVA mode '{setup.binding.iova.upper()}'" in out, out
@@ -444,23 +516,34 @@ def test_testpmd_probes_both_ports(setup: Setup, timed: None) -> None:
 
 def test_link_change_interrupt(setup: Setup, timed: None) -> None:
     """testpmd prints the event from its link-change interrupt callback
-    (the PMD's handler reads EICR.LSC): no interrupt, no event."""
-    tp, p = setup.testpmd, setup.ports[1]
-    nic = f"nic{setup.lab.wires.index(p.wire)}"
-    event = f"Port {p.port_id}: link state change event"
+    (the PMD's handler reads EICR.LSC): no interrupt, no event. On a KR port
+    and, at the same time, on the SFP+ port (a fiber port to the PMD, which
+    then also checks the module's transmitter, ESDP.SDP3, and sets the link
+    up again)."""
+    tp = setup.testpmd
+    flapped = [setup.ports[1]] + [p for p in setup.ports if p.part.sfp is not None]
+    nics = [f"nic{setup.lab.wires.index(p.wire)}" for p in flapped]
+    events = [f"Port {p.port_id}: link state change event" for p in flapped]
     try:
         for up in (False, True):
-            seen = tp.log().count(event)
-            setup.vm.qmp("set_link", name=nic, up=up)
+            log = tp.log()
+            seen = [log.count(e) for e in events]
+            for nic in nics:
+                setup.vm.qmp("set_link", name=nic, up=up)
             setup.vm.wait_until(
-                f"testpmd to see {nic} go {'up' if up else 'down'}", lambda: tp.log().count(event) > seen, 60
+                f"testpmd to see {', '.join(nics)} go {'up' if up else 'down'}",
+                lambda: all(n > s for n, s in zip([tp.log().count(e) for e in events], seen)),
+                60,
             )
-            info = parse_port_info(tp.cmd(f"show port info {p.port_id}"))[p.port_id]
-            assert info.get("Link status") == ("up" if up else "down"), info
-            if up:
-                assert info.get("Link speed") == "10 Gbps", info
+            info = parse_port_info(tp.cmd("show port info all"))
+            for p in flapped:
+                i = info.get(p.port_id, {})
+                assert i.get("Link status") == ("up" if up else "down"), f"{p.part}: {i}"
+                if up:
+                    assert i.get("Link speed") == "10 Gbps", f"{p.part}: {i}"
     finally:
-        setup.vm.qmp("set_link", name=nic, up=True)  # the next steps need the wire
+        for nic in nics:
+            setup.vm.qmp("set_link", name=nic, up=True)  # the next steps need the wires
 
 
 def test_io_forwarding(setup: Setup, timed: None) -> None:
@@ -469,8 +552,11 @@ def test_io_forwarding(setup: Setup, timed: None) -> None:
     tp.cmd("clear port stats all")
     tp.cmd("start")
     # host -> tap of port A -> testpmd -> port B -> host, both directions
+    # in each pair of ports (testpmd's paired topology: 0 <-> 1, 2 <-> 3)
+    ports = setup.ports
+    directions = [d for i in range(0, len(ports), 2) for d in ((ports[i], ports[i + 1]), (ports[i + 1], ports[i]))]
     caps = []
-    for tag, (src, dst) in enumerate((setup.ports, setup.ports[::-1]), start=1):
+    for tag, (src, dst) in enumerate(directions, start=1):
         caps.append((tag, src, dst, HostCapture(lab, dst.wire.tap, tag, FRAMES, timeout=120)))
     for tag, src, _dst, _cap in caps:
         host_send(lab, src.wire.tap, tag, FRAMES, src.wire.mac)
@@ -483,13 +569,13 @@ def test_io_forwarding(setup: Setup, timed: None) -> None:
     stats = parse_port_stats(tp.cmd("show port stats all"))
     xstats = parse_xstats(tp.cmd("show port xstats all"))
     stop = tp.cmd("stop")
-    TIMINGS[f"{setup.binding.name}: {2 * FRAMES} frames forwarded"] = time.monotonic() - t0
+    TIMINGS[f"{setup.binding.name}: {len(directions) * FRAMES} frames forwarded"] = time.monotonic() - t0
     octets = frame_octets(FRAMES)
-    for a, b in ((setup.ports[0], setup.ports[1]), (setup.ports[1], setup.ports[0])):
+    for a, b in directions:
         sa, sb = stats[a.port_id], stats[b.port_id]
         # everything port A received went out of port B (io forwarding), and
         # the host sent nothing else into the taps
-        assert sa.rx_packets == FRAMES and sb.tx_packets == FRAMES, stats
+        assert sa.rx_packets == FRAMES and sb.tx_packets == FRAMES, f"port {a.port_id} -> {b.port_id}: {stats}"
         assert sa.rx_bytes == octets and sb.tx_bytes == octets, stats
         assert (sa.rx_errors, sa.rx_missed, sa.rx_nombuf, sa.tx_errors) == (0, 0, 0, 0), stats
         # the device's other counters agree: total octets received (TOR,
@@ -516,13 +602,20 @@ def test_quit_and_kernel_driver_back(setup: Setup, timed: None) -> None:
     pcis = [p.pci for p in setup.ports]
     vm.sh(shlex.join(["dpdk-devbind.py", "-b", "ixgbe", *pcis]), timeout=180)
     devs = vm.wait_netdevs("ixgbe", len(setup.ports), timeout=180)
+    by_pci = {vm.pci_address(d): d for d in devs}
     p0 = setup.ports[0]
-    dev = next(d for d in devs if vm.pci_address(d) == p0.pci)
+    dev = by_pci[p0.pci]
     vm.wait_ipv4(dev, p0.wire.guest_ip)
     vm.wait_carrier(dev)
     assert vm.ethtool(dev).get("Speed") == "10000Mb/s"
     r = vm.run(f"ping -c 3 -i 0.2 -W 5 -I {dev} {p0.wire.host_ip}", timeout=60)
     assert r.ok and " 0% packet loss" in r.stdout, r.stdout
+    # every part has its link back under the kernel driver (systemd-networkd
+    # sets each ixgbe port up), the SFP+ port's module transmitter included
+    for p in setup.ports[1:]:
+        dev = by_pci[p.pci]
+        vm.wait_carrier(dev)
+        assert vm.ethtool(dev).get("Speed") == "10000Mb/s", f"{p.part}: {vm.ethtool(dev)}"
 
 
 def test_no_device_warnings(setup: Setup, timed: None) -> None:
@@ -541,7 +634,13 @@ def test_no_device_warnings(setup: Setup, timed: None) -> None:
 RECORDED_STARTUP = """EAL: Detected CPU lcores: 2
 EAL: Selected IOVA mode 'PA'
 EAL: Probe PCI driver: net_ixgbe (8086:1517) device: 0000:01:00.0 (socket -1)
+eth_ixgbe_dev_init():  >>
+eth_ixgbe_dev_init(): MAC: 2, PHY: 1
+eth_ixgbe_dev_init(): port 0 vendorID=0x8086 deviceID=0x1517
 EAL: Probe PCI driver: net_ixgbe (8086:1517) device: 0000:02:00.0 (socket -1)
+eth_ixgbe_dev_init(): MAC: 2, PHY: 1
+EAL: Probe PCI driver: net_ixgbe (8086:10fb) device: 0000:03:00.0 (socket -1)
+eth_ixgbe_dev_init(): MAC: 2, PHY: 14, SFP+: 3
 Configuring Port 0 (socket 0)
 Port 0: 52:54:00:12:34:56
 Configuring Port 1 (socket 0)
@@ -602,7 +701,7 @@ RECORDED_STOP = """Telling cores to stop...
 
 def test_parsers_on_recorded_output() -> None:
     probed, macs = parse_probe(RECORDED_STARTUP)
-    assert probed == ["0000:01:00.0", "0000:02:00.0"]
+    assert probed == {"0000:01:00.0": "1517", "0000:02:00.0": "1517", "0000:03:00.0": "10fb"}
     assert macs == {0: "52:54:00:12:34:56", 1: "52:54:00:12:34:57"}
     info = parse_port_info(RECORDED_INFO)
     assert info[0]["Link status"] == "up" and info[0]["Link speed"] == "10 Gbps"
@@ -616,6 +715,11 @@ def test_parsers_on_recorded_output() -> None:
         1: {"tx_good_packets": 400, "tx_q0_bytes": 293175},
     }
     assert parse_stream_stats(RECORDED_STOP) == {(0, 0): 200, (0, 1): 198}
+    assert parse_identified(RECORDED_STARTUP) == {
+        "0000:01:00.0": (2, 1, None),
+        "0000:02:00.0": (2, 1, None),
+        "0000:03:00.0": (2, 14, 3),
+    }
     with pytest.raises(GuestError):
         parse_port_stats("  ###### NIC statistics for port 0  ####\n  RX-packets: 1\n")
     assert frame_octets(2) == 64 + 64 + 97
