@@ -459,6 +459,7 @@
 #define IXGBE_VMVIR_VLANA_DESC      0u      /* as the descriptor says (VLE) */
 #define IXGBE_VMVIR_VLANA_DEFAULT   1u      /* always insert the port VLAN */
 #define IXGBE_VMVIR_VLANA_NEVER     2u      /* never insert a VLAN tag */
+#define IXGBE_VMVIR_VLANA_RESERVED  3u      /* taken as DESC, logged */
 #define IXGBE_VMVIR_WMASK           0xC000FFFFu
 
 /* QDE: per queue drop enable, written and read through one register */

@@ -296,10 +296,21 @@ bool ixgbe_vt_tx_vlan(IxgbeCore *core, unsigned q, bool vle, uint16_t *tag)
     case IXGBE_VMVIR_VLANA_DESC:
         return vle;
     default:
+        /* Reserved (logged when written): as VLANA_DESC */
+        return vle;
+    }
+}
+
+/* A pool's port VLAN: the reserved action is logged once, when written */
+void ixgbe_vt_write_vmvir(IxgbeCore *core, hwaddr addr, uint32_t val,
+                          uint32_t old)
+{
+    if ((val >> IXGBE_VMVIR_VLANA_SHIFT) == IXGBE_VMVIR_VLANA_RESERVED &&
+        val != old) {
         qemu_log_mask(LOG_GUEST_ERROR,
                       "ixgbe: pool %u: VMVIR.VLANA 3 is reserved, "
-                      "the descriptor's VLAN is used\n", pool);
-        return vle;
+                      "the descriptor's VLAN will be used\n",
+                      (unsigned)(addr - IXGBE_VMVIR0) / 4);
     }
 }
 

@@ -53,6 +53,8 @@ IxgbeVtTx ixgbe_vt_tx(IxgbeCore *core, unsigned queue,
 bool ixgbe_vt_queue_drop(IxgbeCore *core, unsigned queue);
 
 /* Register handlers (the register table in ixgbe_core.c) */
+void ixgbe_vt_write_vmvir(IxgbeCore *core, hwaddr addr, uint32_t val,
+                          uint32_t old);
 void ixgbe_vt_write_qde(IxgbeCore *core, hwaddr addr, uint32_t val,
                         uint32_t old);
 

@@ -797,6 +797,7 @@ static void tx_send_vle(IxgbeTest *t, unsigned q, uint64_t ring,
 
 #define VMVIR_DEFAULT   (1u << 30)
 #define VMVIR_NEVER     (2u << 30)
+#define VMVIR_RESERVED  (3u << 30)
 
 /*
  * A port VLAN as `ip link set PF vf 0 vlan 100` programs it: VMVIR
@@ -848,6 +849,14 @@ static void test_pool_port_vlan(void)
     backend_expect(&v.s.t, tagged, tlen);
     tx_send_frame(&v.s.t, 0, ring, 8, frame, len);
     backend_expect(&v.s.t, frame, len);
+    /* VLANA 3 is reserved: taken as 0, logged once when written */
+    wr(&v.s.t, IXGBE_VMVIR0, VMVIR_RESERVED | 100);
+    tx_send_vle(&v.s.t, 0, ring, 9, frame, len, 100);
+    backend_expect(&v.s.t, tagged, tlen);
+    tx_send_frame(&v.s.t, 0, ring, 11, frame, len);
+    backend_expect(&v.s.t, frame, len);
+    g_assert_cmpuint(ixgbe_test_log_count(&v.s.t, "VLANA 3 is reserved"),
+                     ==, 1);
     /* Another pool's queue (pool 1, queue 2) is not tagged */
     wr(&v.s.t, IXGBE_VMVIR0, VMVIR_DEFAULT | 100);
     ring = tx_ring_setup(&v.s.t, 2, 8, 0);

@@ -116,12 +116,22 @@ void ixgbe_test_stop(IxgbeTest *t)
     g_free(t->log_path);
 }
 
-bool ixgbe_test_logged(IxgbeTest *t, const char *text)
+/* How many times QEMU's log holds text */
+unsigned ixgbe_test_log_count(IxgbeTest *t, const char *text)
 {
     g_autofree char *log = NULL;
+    unsigned n = 0;
 
     g_assert_true(g_file_get_contents(t->log_path, &log, NULL, NULL));
-    return strstr(log, text) != NULL;
+    for (const char *p = strstr(log, text); p; p = strstr(p + 1, text)) {
+        n++;
+    }
+    return n;
+}
+
+bool ixgbe_test_logged(IxgbeTest *t, const char *text)
+{
+    return ixgbe_test_log_count(t, text) > 0;
 }
 
 uint32_t rd(IxgbeTest *t, uint32_t reg)

@@ -60,6 +60,7 @@ void ixgbe_test_start_args(IxgbeTest *t, const char *extra);
 void ixgbe_test_start(IxgbeTest *t);
 void ixgbe_test_stop(IxgbeTest *t);
 bool ixgbe_test_logged(IxgbeTest *t, const char *text);
+unsigned ixgbe_test_log_count(IxgbeTest *t, const char *text);
 uint32_t rd(IxgbeTest *t, uint32_t reg);
 void wr(IxgbeTest *t, uint32_t reg, uint32_t val);
 uint32_t rxq(unsigned q, uint32_t reg);
