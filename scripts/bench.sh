@@ -15,6 +15,12 @@
 # --help): host instructions, QEMU CPU time, register accesses and
 # interrupts per packet; $BUILD_DIR/bench/device-model/devbench-<time>-<mode>
 # .{json,txt,png}, copied to latest.*. Needs no guest image.
+#   --device-model --memory [--quick]: host memory per device instead (N =
+#   0, 1, 2, 4 NICs of one model per QEMU, several starts each; anonymous
+#   RSS and the heap under massif; ixgbe, igb, e1000e, virtio-net-pci;
+#   tests/bench/devmem.py, about 3 min, --quick about 15 s without massif):
+#   devmem-<time>-<mode>.{json,txt}, copied to latest-memory.*.
+#   --device-model --quick also runs --memory --quick after the rest.
 #
 #   --kernel K     guest kernel (default 6.1)
 #   --quick        3 samples of 2 s per cell instead of 5 of 5 s
@@ -67,8 +73,20 @@ for a in "$@"; do
             log "Python venv, matplotlib or valgrind missing: running scripts/deps.sh"
             "$REPO_ROOT/scripts/deps.sh" || die "scripts/deps.sh failed"
         fi
+        memory=0 quick=0 out_dir=()
+        for ((i = 0; i < ${#dm_args[@]}; i++)); do
+            case "${dm_args[i]}" in
+            --memory) memory=1 ;;
+            --quick) quick=1 ;;
+            --out-dir) out_dir=(--out-dir "${dm_args[i + 1]:-}") ;;
+            --out-dir=*) out_dir=("${dm_args[i]}") ;;
+            esac
+        done
         for b in "${dm_args[@]}"; do
             if [[ "$b" == -h || "$b" == --help ]]; then
+                if ((memory)); then
+                    exec "${PROJECT_PYTHON[@]}" "$REPO_ROOT/tests/bench/devbench.py" --memory --help
+                fi
                 exec "${PROJECT_PYTHON[@]}" "$REPO_ROOT/tests/bench/devbench.py" --help
             fi
         done
@@ -76,6 +94,14 @@ for a in "$@"; do
         if [[ -z "${QEMU:-}" && ! -x "$BUILD_DIR/qemu-build/qemu-system-x86_64" ]]; then
             log "no QEMU build yet: running scripts/build-qemu.sh"
             "$REPO_ROOT/scripts/build-qemu.sh" || die "scripts/build-qemu.sh failed"
+        fi
+        if ((quick && !memory)); then
+            # the quick form of the memory figures (about 15 s) after the rest
+            rc=0
+            "${PROJECT_PYTHON[@]}" "$REPO_ROOT/tests/bench/devbench.py" "${dm_args[@]}" || rc=$?
+            "${PROJECT_PYTHON[@]}" "$REPO_ROOT/tests/bench/devbench.py" --memory --quick "${out_dir[@]}" ||
+                { r=$?; ((r > rc)) && rc=$r; }
+            exit "$rc"
         fi
         exec "${PROJECT_PYTHON[@]}" "$REPO_ROOT/tests/bench/devbench.py" "${dm_args[@]}"
     fi

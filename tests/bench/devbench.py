@@ -278,9 +278,132 @@ class PciDev:
     msix: MsixCap
 
 
+class QemuProc:
+    """One QEMU (-accel qtest, q35) with `devices` (each a -device argument
+    without netdev and address; device i sits in PCI slot PCI_SLOT + 2 i and
+    gets backend "wire<i>", a connected datagram socket pair of which this
+    side keeps `hosts[i]`), its qtest and QMP connections."""
+
+    def __init__(
+        self,
+        devices: Sequence[str],
+        qemu: Path,
+        log_dir: Path,
+        name: str,
+        valgrind: list[str] | None = None,
+        machine: Sequence[str] = (),
+    ) -> None:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self.log_dir = log_dir
+        self.trace_log = log_dir / "qemu.log"
+        listen = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        # sockets in a short private directory (a unix socket path has at
+        # most 107 bytes; the log directory may be deep)
+        self.sock_dir = Path(tempfile.mkdtemp(prefix="devbench-"))
+        qtest_path = self.sock_dir / "qtest"
+        self.qmp_path = self.sock_dir / "qmp"
+        listen.bind(str(qtest_path))
+        listen.listen(1)
+        listen.settimeout(120 if valgrind else 30)
+        # the wire: a connected datagram pair per device, QEMU gets one end.
+        # Big buffers, so neither side ever waits for the other (a connected
+        # pair is not subject to net.unix.max_dgram_qlen).
+        self.hosts: list[socket.socket] = []
+        qsides: list[socket.socket] = []
+        nic_args: list[str] = []
+        for i, dev in enumerate(devices):
+            host, qside = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+            for s in (host, qside):
+                for opt in (SO_SNDBUFFORCE, SO_RCVBUFFORCE):
+                    try:
+                        s.setsockopt(socket.SOL_SOCKET, opt, 16 << 20)
+                    except PermissionError:  # not root: as much as net.core.[rw]mem_max allows
+                        plain = socket.SO_SNDBUF if opt == SO_SNDBUFFORCE else socket.SO_RCVBUF
+                        s.setsockopt(socket.SOL_SOCKET, plain, 16 << 20)
+            self.hosts.append(host)
+            qsides.append(qside)
+            nic_args += [
+                "-netdev", f"dgram,id=wire{i},local.type=fd,local.str={qside.fileno()}",
+                "-device", f"{dev},netdev=wire{i},mac={DEVICE_MAC.hex(':')},romfile=,addr={PCI_SLOT + SLOT_STRIDE * i:02x}",  # hex
+            ]  # fmt: skip
+        argv = [
+            *(valgrind or []),
+            str(qemu),
+            "-machine", "q35", *machine, "-accel", "qtest", "-nodefaults", "-display", "none",
+            "-m", MEMORY, "-name", f"devbench-{name},debug-threads=on",
+            "-qtest", f"unix:{qtest_path}", "-qtest-log", "/dev/null",
+            "-qmp", f"unix:{self.qmp_path},server=on,wait=off",
+            "-D", str(self.trace_log),
+            *nic_args,
+        ]  # fmt: skip
+        (log_dir / "cmdline").write_text(" ".join(argv) + "\n")
+        self.stderr = (log_dir / "qemu.stderr").open("wb")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.stderr, stderr=self.stderr,
+                                     pass_fds=[q.fileno() for q in qsides])  # fmt: skip
+        for q in qsides:
+            q.close()
+        try:
+            conn, _ = listen.accept()
+        except socket.timeout:
+            self._abort()
+            err = (log_dir / "qemu.stderr").read_text(errors="replace").strip()[-500:]
+            raise BenchError(f"{name}: QEMU did not connect to the qtest socket: {err or 'no message'}") from None
+        finally:
+            listen.close()
+        self.qt = Qtest(conn)
+        try:
+            self.qmp = Qmp(self.qmp_path)
+        except (BenchError, OSError):
+            conn.close()
+            self._abort()
+            raise
+        self.pid = self.proc.pid
+        self.timerslack = set_timerslack(self.pid)
+        for h in self.hosts:
+            h.setblocking(False)
+
+    def _abort(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        self.stderr.close()
+        for h in self.hosts:
+            h.close()
+        shutil.rmtree(self.sock_dir, ignore_errors=True)
+
+    def close(self) -> None:
+        try:
+            self.qmp.close()
+            self.qt.conn.close()
+        except OSError:
+            pass
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for h in self.hosts:
+            h.close()
+        self.stderr.close()
+        shutil.rmtree(self.sock_dir, ignore_errors=True)
+
+
+DEVICE_STRIDE = 0x1000000  # guest RAM per device: device i's rings, buffers and mailbox are i * 16 MiB up
+MMIO_STRIDE = 0x400000  # device i's BARs are placed from MMIO_BASE + i * 4 MiB
+# device i is in slot PCI_SLOT + 2 i: igb creates its 7 VFs with the PF, at
+# devfn PF + 0x80 + 2 k (slots PF + 16 and + 17), so PFs one slot apart
+# collide; with 5 devices the VFs fill slots 20..29, below the ICH9's 31
+SLOT_STRIDE = 2
+MAX_DEVICES = 5
+
+
 class Bed:
-    """One QEMU (-accel qtest) with one NIC model and its backend socket,
-    and the driver's state (rings, next descriptors)."""
+    """The driver's state (rings, next descriptors) for one NIC model in a
+    QEMU (-accel qtest) with its backend socket. Without `shared` it starts
+    its own QEMU with just that NIC; with shared=(proc, i) it drives device
+    i of that QEMU, whose rings, buffers, mailbox and BARs are moved up by i
+    strides so that devices do not overlap."""
 
     def __init__(
         self,
@@ -291,15 +414,23 @@ class Bed:
         itr_us: int,
         valgrind: list[str] | None = None,
         ixgbe_rx_wthresh: int = 0,
+        shared: tuple[QemuProc, int] | None = None,
     ) -> None:
         self.model = model
         self.ixgbe_rx_wthresh = ixgbe_rx_wthresh
         self.log_dir = log_dir
-        log_dir.mkdir(parents=True, exist_ok=True)
         self.ndesc = ndesc
         self.itr_us = itr_us
-        self.lay = RingLayout(TX_RING, RX_RING, TX_BUFS, RX_BUFS, ndesc)
-        self.trace_log = log_dir / "qemu.log"
+        index = shared[1] if shared else 0
+        if not 0 <= index < MAX_DEVICES:
+            raise BenchError(f"device index {index} outside 0..{MAX_DEVICES - 1}")
+        off = index * DEVICE_STRIDE
+        self.slot = PCI_SLOT + SLOT_STRIDE * index
+        self.mmio_base = MMIO_BASE + index * MMIO_STRIDE
+        self.tx_ring, self.rx_ring = TX_RING + off, RX_RING + off
+        self.mailbox = MAILBOX + off
+        self.scratch = (SCRATCH_MMIO + off, SCRATCH_TX_RING + off, SCRATCH_RX_RING + off, SCRATCH_MAILBOX + off)
+        self.lay = RingLayout(self.tx_ring, self.rx_ring, TX_BUFS + off, RX_BUFS + off, ndesc)
         self.mmio_reads = self.mmio_writes = 0
         self.tx_next = 0  # next TX descriptor to fill
         self.tx_clean = 0  # next TX descriptor to clean
@@ -312,67 +443,15 @@ class Bed:
         self.tx_size = 0
         self._desc_cache: dict[tuple[str, int, int, int], list[str]] = {}
         self.frames: dict[int, bytes] = {}
-
-        listen = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        # sockets in a short private directory (a unix socket path has at
-        # most 107 bytes; the log directory may be deep)
-        self.sock_dir = Path(tempfile.mkdtemp(prefix="devbench-"))
-        qtest_path = self.sock_dir / "qtest"
-        self.qmp_path = self.sock_dir / "qmp"
-        listen.bind(str(qtest_path))
-        listen.listen(1)
-        listen.settimeout(120 if valgrind else 30)
-        # the wire: a connected datagram pair, QEMU gets one end. Big
-        # buffers, so neither side ever waits for the other (a connected
-        # pair is not subject to net.unix.max_dgram_qlen).
-        self.host, qside = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
-        for s in (self.host, qside):
-            for opt in (SO_SNDBUFFORCE, SO_RCVBUFFORCE):
-                try:
-                    s.setsockopt(socket.SOL_SOCKET, opt, 16 << 20)
-                except PermissionError:  # not root: as much as net.core.[rw]mem_max allows
-                    plain = socket.SO_SNDBUF if opt == SO_SNDBUFFORCE else socket.SO_RCVBUF
-                    s.setsockopt(socket.SOL_SOCKET, plain, 16 << 20)
-        argv = [
-            *(valgrind or []),
-            str(qemu),
-            "-machine", "q35", "-accel", "qtest", "-nodefaults", "-display", "none",
-            "-m", MEMORY, "-name", f"devbench-{model.name},debug-threads=on",
-            "-qtest", f"unix:{qtest_path}", "-qtest-log", "/dev/null",
-            "-qmp", f"unix:{self.qmp_path},server=on,wait=off",
-            "-D", str(self.trace_log),
-            "-netdev", f"dgram,id=wire,local.type=fd,local.str={qside.fileno()}",
-            "-device", f"{model.device},netdev=wire,mac={DEVICE_MAC.hex(':')},romfile=,addr={PCI_SLOT}",
-        ]  # fmt: skip
-        (log_dir / "cmdline").write_text(" ".join(argv) + "\n")
-        self.stderr = (log_dir / "qemu.stderr").open("wb")
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.stderr, stderr=self.stderr,
-                                     pass_fds=[qside.fileno()])  # fmt: skip
-        qside.close()
-        try:
-            conn, _ = listen.accept()
-        except socket.timeout:
-            self.proc.kill()
-            self.proc.wait()
-            self.stderr.close()
-            shutil.rmtree(self.sock_dir, ignore_errors=True)
-            err = (log_dir / "qemu.stderr").read_text(errors="replace").strip()[-500:]
-            raise BenchError(f"{model.name}: QEMU did not connect to the qtest socket: {err or 'no message'}") from None
-        finally:
-            listen.close()
-        self.qt = Qtest(conn)
-        try:
-            self.qmp = Qmp(self.qmp_path)
-        except (BenchError, OSError):
-            conn.close()
-            self.proc.kill()
-            self.proc.wait()
-            self.stderr.close()
-            shutil.rmtree(self.sock_dir, ignore_errors=True)
-            raise
-        self.pid = self.proc.pid
-        self.timerslack = set_timerslack(self.pid)
-        self.host.setblocking(False)
+        self.owns_proc = shared is None
+        self.qproc = shared[0] if shared else QemuProc([model.device], qemu, log_dir, model.name, valgrind)
+        self.trace_log = self.qproc.trace_log
+        self.qt = self.qproc.qt
+        self.qmp = self.qproc.qmp
+        self.proc = self.qproc.proc
+        self.pid = self.qproc.pid
+        self.timerslack = self.qproc.timerslack
+        self.host = self.qproc.hosts[index]
 
     # ---- registers: the driver's accesses, counted
     def rd(self, reg: int) -> int:
@@ -385,12 +464,12 @@ class Bed:
 
     # ---- PCI: BARs, bus master, MSI-X
     def pci_setup(self) -> None:
-        qt, dev = self.qt, PCI_SLOT
+        qt, dev = self.qt, self.slot
         ids = qt.cfg_read32(dev, 0)
         if ids == 0xFFFFFFFF:
             raise BenchError(f"{self.model.name}: no PCI function at 00:{dev:02x}.0")
         bars: dict[int, int] = {}
-        addr = MMIO_BASE
+        addr = self.mmio_base
         bar0_size = 0
         i = 0
         while i < 6:
@@ -435,10 +514,10 @@ class Bed:
         ctrl = (qt.cfg_read32(dev, msix.offset) >> 16) | 0x8000 | 0x4000
         qt.cfg_write16(dev, msix.offset + 2, ctrl)
         table = bars[msix.table_bar] + msix.table_offset
-        qt.memwrite(MAILBOX, bytes(4 * MAILBOX_VECTORS))
+        qt.memwrite(self.mailbox, bytes(4 * MAILBOX_VECTORS))
         for v in range(min(MAILBOX_VECTORS, msix.table_size)):
             e = table + 16 * v
-            qt.writel(e, MAILBOX + 4 * v)
+            qt.writel(e, self.mailbox + 4 * v)
             qt.writel(e + 4, 0)
             qt.writel(e + 8, v + 1)
             qt.writel(e + 12, 0)
@@ -468,15 +547,15 @@ class Bed:
         self.pci_setup()
         # RX descriptors before the ring is enabled: write them first
         descs = b"".join(self.model.rx_desc(self.lay.rx_buf(i)) for i in range(self.ndesc))
-        self.qt.memwrite(RX_RING, descs)
+        self.qt.memwrite(self.rx_ring, descs)
         return self.device_setup()
 
     def relocations(self) -> list[Relocation]:
         return [
-            Relocation(self.pci.bar0, self.pci.bar0_size, SCRATCH_MMIO),
-            Relocation(TX_RING, self.ndesc * DESC, SCRATCH_TX_RING),
-            Relocation(RX_RING, self.ndesc * DESC, SCRATCH_RX_RING),
-            Relocation(MAILBOX, 4 * MAILBOX_VECTORS, SCRATCH_MAILBOX),
+            Relocation(self.pci.bar0, self.pci.bar0_size, self.scratch[0]),
+            Relocation(self.tx_ring, self.ndesc * DESC, self.scratch[1]),
+            Relocation(self.rx_ring, self.ndesc * DESC, self.scratch[2]),
+            Relocation(self.mailbox, 4 * MAILBOX_VECTORS, self.scratch[3]),
         ]
 
     # ---- frames
@@ -504,10 +583,10 @@ class Bed:
             for s0, n in self._spans(start, count):
                 if kind == "tx":
                     data = b"".join(self.model.tx_desc(self.lay.tx_buf(s0 + i), self.tx_size) for i in range(n))
-                    lines.append(cmd_memwrite(TX_RING + s0 * DESC, data))
+                    lines.append(cmd_memwrite(self.tx_ring + s0 * DESC, data))
                 else:
                     data = b"".join(self.model.rx_desc(self.lay.rx_buf(s0 + i)) for i in range(n))
-                    lines.append(cmd_memwrite(RX_RING + s0 * DESC, data))
+                    lines.append(cmd_memwrite(self.rx_ring + s0 * DESC, data))
             self._desc_cache[key] = lines
         return lines
 
@@ -523,7 +602,7 @@ class Bed:
         return b"".join(parse_memread(r, int(ln.split()[2])) for r, ln in zip(replies, lines))
 
     def _mailbox_cmds(self) -> list[str]:
-        return [cmd_memread(MAILBOX, 4 * MAILBOX_VECTORS)]
+        return [cmd_memread(self.mailbox, 4 * MAILBOX_VECTORS)]
 
     @staticmethod
     def _fired(reply: str) -> set[int]:
@@ -597,12 +676,16 @@ class Bed:
             return 0, 0, 0
         # one batch: acknowledge the mailbox, read every outstanding descriptor
         tx_reads = (
-            self._read_cmds(TX_RING, self.tx_clean, self.tx_pending) if m.tx_vector in vecs and self.tx_pending else []
+            self._read_cmds(self.tx_ring, self.tx_clean, self.tx_pending)
+            if m.tx_vector in vecs and self.tx_pending
+            else []
         )
         rx_reads = (
-            self._read_cmds(RX_RING, self.rx_next, self.rx_pending) if m.rx_vector in vecs and self.rx_pending else []
+            self._read_cmds(self.rx_ring, self.rx_next, self.rx_pending)
+            if m.rx_vector in vecs and self.rx_pending
+            else []
         )
-        replies = self.qt.batch([cmd_memwrite(MAILBOX, bytes(4 * MAILBOX_VECTORS)), *tx_reads, *rx_reads])
+        replies = self.qt.batch([cmd_memwrite(self.mailbox, bytes(4 * MAILBOX_VECTORS)), *tx_reads, *rx_reads])
         tx_k = rx_k = 0
         if tx_reads:
             wb = self._join_reads(replies[1 : 1 + len(tx_reads)], tx_reads)
@@ -718,21 +801,9 @@ class Bed:
         self.qmp.execute("query-name")
 
     def close(self) -> None:
-        try:
-            self.qmp.close()
-            self.qt.conn.close()
-        except OSError:
-            pass
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.host.close()
-        self.stderr.close()
-        shutil.rmtree(self.sock_dir, ignore_errors=True)
+        """Stop the QEMU when this bed started it (a shared one is closed by its owner)."""
+        if self.owns_proc:
+            self.qproc.close()
 
 
 # ------------------------------------------------------------ perf
@@ -1012,6 +1083,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--out-dir", type=Path, help="results directory (default $BUILD_DIR/bench/device-model)")
     p.add_argument("--keep-logs", action="store_true", help="keep trace logs and callgrind dumps")
     p.add_argument("--no-plot", action="store_true", help="no PNG")
+    p.add_argument(
+        "--memory",
+        action="store_true",
+        help="instead, host memory per device (tests/bench/devmem.py; --memory --help: its options)",
+    )
     p.add_argument("--check-args", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     a.reps = a.reps if a.reps is not None else (3 if a.quick else 7)
@@ -1074,6 +1150,10 @@ def choose_instructions(want: str) -> tuple[bool, bool]:
 
 
 def main(argv: Sequence[str]) -> int:
+    if "--memory" in argv:  # host memory per device: devmem.py
+        import devmem
+
+        return devmem.main(argv)
     a = parse_args(argv)
     if a.check_args:
         return 0

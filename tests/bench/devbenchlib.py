@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import statistics
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Union
@@ -988,3 +989,247 @@ def all_ratios(
                 if r is not None:
                     out.setdefault(met.key, {}).setdefault(cell.key, {})[f"{SUBJECT}/{o}"] = r
     return out
+
+
+# ------------------------------------------------- host memory (--memory)
+# `-device` of each model in the memory mode; virtio-net-pci is realized but
+# not driven (the runner has no virtio driver)
+MEM_DEVICES = {"ixgbe": "ixgbe", "igb": "igb", "e1000e": "e1000e", "virtio-net": "virtio-net-pci"}
+MEM_MODEL_NAMES = tuple(MEM_DEVICES)
+# /proc/PID/smaps_rollup fields kept, in bytes
+SMAPS_KEYS = ("Rss", "Pss", "Private_Dirty", "Anonymous")
+
+
+def parse_smaps_rollup(text: str) -> dict[str, int]:
+    """/proc/PID/smaps_rollup (or one mapping of smaps) -> field -> bytes."""
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        m = re.fullmatch(r"([A-Za-z_]+):\s+(\d+) kB", line.strip())
+        if m:
+            out[m.group(1)] = int(m.group(2)) * 1024
+    if "Rss" not in out:
+        raise BenchError(f"no Rss in smaps_rollup: {text[:200]!r}")
+    return out
+
+
+def ols_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """Least-squares slope of ys over xs."""
+    if len(xs) != len(ys) or len(set(xs)) < 2:
+        raise BenchError("a slope needs points at two or more x")
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+
+
+def theil_sen(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """Median of the slopes between every two points at different x: one
+    outlying start in ten or so cannot move it, unlike a least-squares fit."""
+    if len(xs) != len(ys):
+        raise BenchError("xs and ys differ in length")
+    slopes = [
+        (ys[j] - ys[i]) / (xs[j] - xs[i]) for i in range(len(xs)) for j in range(i + 1, len(xs)) if xs[j] != xs[i]
+    ]
+    if not slopes:
+        raise BenchError("a slope needs points at two or more x")
+    return float(statistics.median(slopes))
+
+
+@dataclasses.dataclass(frozen=True)
+class MemFit:
+    """Bytes per device: the slope of a figure over the number of devices
+    (N = 0, 1, 2, 4 ... of one model in one QEMU, several starts each)."""
+
+    slope: float  # Theil-Sen, bytes per device
+    ols: float  # least squares, for comparison
+    intercept: float  # median of y - slope * x: the QEMU without that model
+    noise: float  # largest max-min among the starts of one N
+    uncertainty: float  # noise / (largest N - smallest N): what one noisy start can move the slope by
+    points: int
+
+    def as_dict(self) -> dict[str, float | int]:
+        return dataclasses.asdict(self)
+
+
+def fit_per_device(points: Sequence[tuple[int, float]]) -> MemFit:
+    """points: (devices, value) of every start."""
+    xs = [float(p[0]) for p in points]
+    ys = [float(p[1]) for p in points]
+    slope = theil_sen(xs, ys)
+    by_x: dict[float, list[float]] = {}
+    for x, y in zip(xs, ys):
+        by_x.setdefault(x, []).append(y)
+    noise = max(max(v) - min(v) for v in by_x.values())
+    return MemFit(
+        slope=slope,
+        ols=ols_slope(xs, ys),
+        intercept=statistics.median([y - slope * x for x, y in zip(xs, ys)]),
+        noise=noise,
+        uncertainty=noise / (max(xs) - min(xs)),
+        points=len(points),
+    )
+
+
+def ratio_range(a: MemFit, b: MemFit) -> tuple[float | None, float | None, float | None]:
+    """a/b of the slopes, and its lowest and highest value with each slope
+    moved by its uncertainty (None where the denominator can reach 0)."""
+    r = ratio(a.slope, b.slope)
+    lo_den, hi_den = b.slope + b.uncertainty, b.slope - b.uncertainty
+    if r is None or lo_den <= 0 or hi_den <= 0:
+        return r, None, None
+    return r, (a.slope - a.uncertainty) / lo_den, (a.slope + a.uncertainty) / hi_den
+
+
+@dataclasses.dataclass
+class MassifSnapshot:
+    heap_b: int  # bytes asked for and not yet freed
+    extra_b: int  # allocator overhead (headers, alignment)
+    tree: list[tuple[int, int, str]]  # (depth, bytes, "function (file:line)"), root at depth 0
+
+
+MASSIF_NODE_RE = re.compile(r"^( *)n\d+: (\d+) (.*)$")
+
+
+def parse_massif(text: str) -> list[MassifSnapshot]:
+    """The snapshots of a massif output file (massif.out.*, or what vgdb's
+    `detailed_snapshot` writes), with the allocation tree of detailed ones."""
+    snaps: list[MassifSnapshot] = []
+    cur: MassifSnapshot | None = None
+    for line in text.splitlines():
+        if line.startswith("snapshot="):
+            cur = MassifSnapshot(-1, -1, [])
+            snaps.append(cur)
+        elif cur is None:
+            continue
+        elif line.startswith("mem_heap_B="):
+            cur.heap_b = int(line.split("=", 1)[1])
+        elif line.startswith("mem_heap_extra_B="):
+            cur.extra_b = int(line.split("=", 1)[1])
+        else:
+            m = MASSIF_NODE_RE.match(line)
+            if m:
+                # "in 12 places, all below massif's threshold": the count varies, the site does not
+                label = re.sub(r"^in \d+ places?,", "in several places,", re.sub(r"^0x[0-9A-Fa-f]+: ", "", m.group(3)))
+                cur.tree.append((len(m.group(1)), int(m.group(2)), label))
+    if not snaps or any(s.heap_b < 0 or s.extra_b < 0 for s in snaps):
+        raise BenchError(f"not a massif output: {text[:200]!r}")
+    return snaps
+
+
+def massif_sites(snap: MassifSnapshot, depth: int = 1) -> dict[str, int]:
+    """Heap bytes by the call site `depth` frames below the allocation
+    functions (1: the function that called g_malloc & co.). Nodes that end
+    above that depth (below massif's threshold) count as their own label."""
+    out: dict[str, int] = {}
+    path: list[str] = []
+    for i, (d, size, label) in enumerate(snap.tree):
+        del path[d:]
+        path.append(label)
+        if d == 0:
+            continue
+        deeper = i + 1 < len(snap.tree) and snap.tree[i + 1][0] > d
+        if d == depth or (d < depth and not deeper):
+            key = " < ".join(path[1:])
+            out[key] = out.get(key, 0) + size
+    return out
+
+
+def site_deltas(hi: Mapping[str, int], lo: Mapping[str, int], devices: int, top: int = 12) -> dict[str, float]:
+    """Bytes per device by site between a QEMU with `devices` more devices
+    (hi) and one without (lo), largest first; the rest as "(other sites)"."""
+    if devices <= 0:
+        raise BenchError("site deltas need at least one device more")
+    d = {k: (hi.get(k, 0) - lo.get(k, 0)) / devices for k in set(hi) | set(lo)}
+    d = {k: v for k, v in d.items() if v}
+    ranked = sorted(d.items(), key=lambda kv: -abs(kv[1]))
+    out = dict(ranked[:top])
+    rest = sum(v for _, v in ranked[top:])
+    if rest:
+        out["(other sites)"] = rest
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class MemMetric:
+    key: str
+    label: str
+    source: str  # "heap" (massif) or "rss" (smaps_rollup)
+
+
+MEM_METRICS = (
+    MemMetric("heap_b", "heap live (massif mem_heap_B)", "heap"),
+    MemMetric("heap_total_b", "heap live + malloc overhead", "heap"),
+    MemMetric("Anonymous", "anonymous RSS (smaps_rollup Anonymous; guest RAM excluded)", "rss"),
+    MemMetric("Private_Dirty", "private dirty RSS (guest RAM excluded)", "rss"),
+    MemMetric("Rss", "RSS (guest RAM excluded)", "rss"),
+)
+
+
+def fmt_kib(v: float) -> str:
+    return f"{v / 1024:,.1f}"
+
+
+def render_memory_table(fits: Mapping[str, Mapping[str, MemFit]], models: Sequence[str]) -> str:
+    """One row per figure, a column per model (KiB per device, ± the
+    uncertainty), then ixgbe/other with the range the uncertainties allow."""
+    others = [m for m in models if m != SUBJECT]
+    header = ["KiB per device", *models, *[f"{SUBJECT}/{o}" for o in others]]
+    body = []
+    for met in MEM_METRICS:
+        per = {m: fits[m][met.key] for m in models if met.key in fits.get(m, {})}
+        if not per:
+            continue
+        row = [met.label]
+        for m in models:
+            f = per.get(m)
+            row.append(
+                "-" if f is None else fmt_kib(f.slope) + (f" ±{fmt_kib(f.uncertainty)}" if f.uncertainty else "")
+            )
+        for o in others:
+            if SUBJECT not in per or o not in per:
+                row.append("-")
+                continue
+            r, lo, hi = ratio_range(per[SUBJECT], per[o])
+            if r is None:
+                row.append("-")
+            elif lo is None or hi is None:
+                row.append(f"{r:.2f} (unresolved)")
+            else:
+                row.append(f"{r:.2f}" if lo == hi else f"{r:.2f} ({lo:.2f}-{hi:.2f})")
+        body.append(row)
+    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+
+    def line(cs: Sequence[str]) -> str:
+        return "  ".join(c.ljust(widths[i]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(cs)).rstrip()
+
+    return "\n".join(
+        ["== host memory per device (KiB; lower is better)", line(header), line(["-" * w for w in widths])]
+        + [line(r) for r in body]
+    )
+
+
+def render_points_table(points: Mapping[str, Mapping[int, Sequence[Mapping[str, float]]]], key: str) -> str:
+    """model -> devices -> starts' figures: median (min-max) of `key` in KiB
+    per configuration, the raw material of the fits."""
+    ns = sorted({n for per in points.values() for n in per})
+    header = ["devices", *[str(n) for n in ns]]
+    body = []
+    for model, per in points.items():
+        row = [model]
+        for n in ns:
+            vals = [float(p[key]) for p in per.get(n, []) if key in p]
+            if not vals:
+                row.append("-")
+                continue
+            s = summarize(vals)
+            row.append(
+                fmt_kib(s.median) if s.low == s.high else f"{fmt_kib(s.median)} ({fmt_kib(s.low)}-{fmt_kib(s.high)})"
+            )
+        body.append(row)
+    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+
+    def line(cs: Sequence[str]) -> str:
+        return "  ".join(c.ljust(widths[i]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(cs)).rstrip()
+
+    return "\n".join(
+        [f"== {key} per QEMU (KiB: median (min-max) over starts)", line(header), line(["-" * w for w in widths])]
+        + [line(r) for r in body]
+    )

@@ -16,7 +16,22 @@ import pytest
 
 from benchlib import BenchError, Summary
 from devbench import Qtest, parse_args
+from devmem import configs, fits_of
+from devmem import parse_args as mem_parse_args
 from devbenchlib import (
+    MEM_METRICS,
+    MemFit,
+    MassifSnapshot,
+    fit_per_device,
+    massif_sites,
+    ols_slope,
+    parse_massif,
+    parse_smaps_rollup,
+    ratio_range,
+    render_memory_table,
+    render_points_table,
+    site_deltas,
+    theil_sen,
     DEVICE_ENTRIES,
     DEVICE_MAC,
     METRICS,
@@ -632,3 +647,156 @@ def test_qtest_batch_records_and_counts(fake_qemu: tuple[Qtest, list[str]]) -> N
     assert seen[:3] == ["writel 0x10 0x1", "read 0x100 2", "clock_step 10"]
     with pytest.raises(BenchError, match="FAIL"):
         qt.cmd("bad")
+
+
+# ------------------------------------------------------- host memory (--memory)
+SMAPS_ROLLUP = """55df86123000-7ffeea7c3000 ---p 00000000 00:00 0                          [rollup]
+Rss:               31492 kB
+Pss:               27247 kB
+Private_Dirty:     12872 kB
+Anonymous:         12872 kB
+AnonHugePages:      2048 kB
+"""
+
+
+def test_parse_smaps_rollup() -> None:
+    got = parse_smaps_rollup(SMAPS_ROLLUP)
+    assert got["Rss"] == 31492 * 1024
+    assert got["Anonymous"] == 12872 * 1024
+    assert got["AnonHugePages"] == 2048 * 1024
+    assert "rollup" not in "".join(got)
+    with pytest.raises(BenchError):
+        parse_smaps_rollup("Anonymous: 4 kB\n")
+
+
+def test_slopes_on_a_line_and_with_an_outlier() -> None:
+    xs = [0, 0, 1, 1, 2, 2, 4, 4]
+    ys = [100 + 7 * x for x in xs]
+    assert ols_slope(xs, ys) == pytest.approx(7)
+    assert theil_sen(xs, ys) == pytest.approx(7)
+    # one start 4 MiB off: least squares follows it, Theil-Sen does not
+    bumped = list(ys)
+    bumped[6] += 4096
+    assert theil_sen(xs, bumped) == pytest.approx(7)
+    assert ols_slope(xs, bumped) > 7 + 100
+    with pytest.raises(BenchError):
+        theil_sen([1, 1], [2, 3])
+    with pytest.raises(BenchError):
+        ols_slope([1, 1], [2, 3])
+
+
+def test_fit_per_device_noise_and_uncertainty() -> None:
+    pts = [(0, 1000.0), (0, 1010.0), (2, 1200.0), (2, 1220.0), (4, 1400.0), (4, 1400.0)]
+    f = fit_per_device(pts)
+    assert f.slope == pytest.approx(theil_sen([p[0] for p in pts], [p[1] for p in pts]))
+    assert f.noise == 20.0  # the two starts at N = 2
+    assert f.uncertainty == pytest.approx(20.0 / 4)
+    assert f.points == 6
+    assert 995 <= f.intercept <= 1015
+
+
+def test_ratio_range() -> None:
+    a = MemFit(100.0, 100.0, 0.0, 0.0, 10.0, 6)
+    b = MemFit(200.0, 200.0, 0.0, 0.0, 20.0, 6)
+    r, lo, hi = ratio_range(a, b)
+    assert r == pytest.approx(0.5)
+    assert lo == pytest.approx(90 / 220) and hi == pytest.approx(110 / 180)
+    assert r is not None and lo is not None and hi is not None and lo < r < hi
+    tiny = MemFit(5.0, 5.0, 0.0, 0.0, 8.0, 6)  # within its noise of 0
+    assert ratio_range(a, tiny)[1:] == (None, None)
+
+
+MASSIF = """desc: --threshold=0.1
+cmd: qemu-system-x86_64
+time_unit: i
+#-----------
+snapshot=0
+#-----------
+time=10
+mem_heap_B=1500
+mem_heap_extra_B=60
+mem_stacks_B=0
+heap_tree=detailed
+n3: 1500 (heap allocation functions) malloc/new/new[], --alloc-fns, etc.
+ n2: 1000 0x52F485: object_new_with_type (object.c:767)
+  n0: 800 0x52F486: qdev_new (qdev.c:149)
+  n0: 200 0x52F487: object_new (object.c:780)
+ n1: 400 0x4C2B6C: ixgbe_fdir_init (ixgbe_fdir.c:765)
+  n0: 400 0x4C2B6D: ixgbe_core_realize (ixgbe_core.c:1178)
+ n0: 100 in 12 places, all below massif's threshold (0.10%)
+"""
+
+
+def test_parse_massif_and_sites() -> None:
+    snaps = parse_massif(MASSIF)
+    assert len(snaps) == 1
+    s = snaps[0]
+    assert (s.heap_b, s.extra_b) == (1500, 60)
+    assert s.tree[0][:2] == (0, 1500)
+    assert s.tree[1] == (1, 1000, "object_new_with_type (object.c:767)")
+    one = massif_sites(s, 1)
+    assert one == {
+        "object_new_with_type (object.c:767)": 1000,
+        "ixgbe_fdir_init (ixgbe_fdir.c:765)": 400,
+        "in several places, all below massif's threshold (0.10%)": 100,
+    }
+    two = massif_sites(s, 2)
+    assert two["object_new_with_type (object.c:767) < qdev_new (qdev.c:149)"] == 800
+    assert two["ixgbe_fdir_init (ixgbe_fdir.c:765) < ixgbe_core_realize (ixgbe_core.c:1178)"] == 400
+    # a node that ends above the depth counts as itself
+    assert two["in several places, all below massif's threshold (0.10%)"] == 100
+    assert sum(two.values()) == s.heap_b
+    with pytest.raises(BenchError):
+        parse_massif("nothing here\n")
+
+
+def test_site_deltas() -> None:
+    lo = {"a": 100, "b": 50}
+    hi = {"a": 500, "b": 50, "c": 80}
+    d = site_deltas(hi, lo, 2)
+    assert d == {"a": 200.0, "c": 40.0}
+    assert list(d) == ["a", "c"]
+    many = {f"s{i}": 10 * (i + 1) for i in range(20)}
+    d = site_deltas(many, {}, 1, top=3)
+    assert list(d)[:3] == ["s19", "s18", "s17"]
+    assert d["(other sites)"] == sum(10 * (i + 1) for i in range(17))
+    with pytest.raises(BenchError):
+        site_deltas(hi, lo, 0)
+
+
+def test_configs_and_fits() -> None:
+    rounds = configs(["ixgbe", "igb"], [0, 1, 2])
+    assert rounds == [("none", 0), ("ixgbe", 1), ("ixgbe", 2), ("igb", 1), ("igb", 2)]
+    assert ("none", 0) not in configs(["ixgbe"], [1, 2])
+    per_dev = {"ixgbe": 1000.0 * 1024, "igb": 2000.0 * 1024}  # bytes; the table shows KiB
+    rss = [
+        {"model": m, "devices": n, "start": s, "active": {"Anonymous": 10_000.0 + per_dev.get(m, 0) * n + 1024 * s}}
+        for s in range(3)
+        for m, n in rounds
+    ]
+    heap = [{"model": m, "devices": n, "start": 0, "heap_b": 500.0 + per_dev.get(m, 0) * n / 2} for m, n in rounds]
+    fits = fits_of(rss, heap, ["ixgbe", "igb"])
+    assert fits["ixgbe"]["Anonymous"].slope == pytest.approx(1000.0 * 1024)
+    assert fits["igb"]["Anonymous"].slope == pytest.approx(2000.0 * 1024)
+    assert fits["ixgbe"]["Anonymous"].noise == pytest.approx(2.0 * 1024)
+    assert fits["igb"]["heap_b"].slope == pytest.approx(1000.0 * 1024)
+    assert "Private_Dirty" not in fits["ixgbe"]  # not measured, not invented
+    table = render_memory_table(fits, ["ixgbe", "igb"])
+    heap_row = next(ln for ln in table.splitlines() if ln.startswith(MEM_METRICS[0].label))
+    assert heap_row.split()[-1] == "0.50"
+    anon_row = next(ln for ln in table.splitlines() if ln.startswith("anonymous RSS"))
+    assert "0.50 (" in anon_row and "1,000.0 ±1.0" in anon_row
+    points = {"ixgbe": {0: [{"Anonymous": 1024.0}, {"Anonymous": 3072.0}], 1: [{"Anonymous": 4096.0}]}}
+    pt = render_points_table(points, "Anonymous")
+    assert "2.0 (1.0-3.0)" in pt and "4.0" in pt
+
+
+def test_memory_args() -> None:
+    a = mem_parse_args(["--memory"])
+    assert a.copies == [0, 1, 2, 4] and a.starts == 5 and a.heap_starts == 2
+    assert a.models == ["ixgbe", "igb", "e1000e", "virtio-net"]
+    q = mem_parse_args(["--quick", "--models", "igb"])
+    assert q.copies == [0, 1, 2] and q.heap_starts == 0 and q.models == ["ixgbe", "igb"]
+    for bad in (["--copies", "2"], ["--copies", "0,9"], ["--frames", "33"], ["--models", "rtl8139"], ["--starts", "0"]):
+        with pytest.raises(SystemExit):
+            mem_parse_args(bad)
