@@ -314,12 +314,45 @@ static uint32_t ixgbe_fdir_bucket_of(IxgbeCore *core,
     return flt->hash & ixgbe_fdir_bucket_mask(core);
 }
 
+/* The table grows by doubling from this many filters */
+#define IXGBE_FDIR_MIN_SIZE         256
+
+/*
+ * Give the table room for size filters (at least count): 0 frees it.  The
+ * chains are kept: head[] does not depend on the size, next[] is copied.
+ */
+static void ixgbe_fdir_resize(IxgbeFdir *fd, uint32_t size)
+{
+    assert(size >= fd->count && size <= IXGBE_FDIR_MAX_FILTERS);
+    if (!size) {
+        g_free(fd->filters);
+        g_free(fd->next);
+        g_free(fd->head);
+        fd->filters = NULL;
+        fd->next = NULL;
+        fd->head = NULL;
+    } else {
+        fd->filters = g_renew(IxgbeFdirFilter, fd->filters, size);
+        fd->next = g_renew(uint16_t, fd->next, size);
+        if (!fd->head) {
+            fd->head = g_new0(uint16_t, IXGBE_FDIR_MAX_BUCKETS);
+        }
+    }
+    fd->size = size;
+}
+
+/* The first filter of bucket b's chain, as index + 1 (0: none) */
+static unsigned ixgbe_fdir_first(IxgbeFdir *fd, uint32_t b)
+{
+    return fd->head ? fd->head[b] : 0;
+}
+
 /* The filter of bucket b with identifier id, or -1 */
 static int ixgbe_fdir_find(IxgbeCore *core, uint32_t b, uint32_t id)
 {
     IxgbeFdir *fd = core->fdir;
 
-    for (unsigned i = fd->head[b]; i; i = fd->next[i - 1]) {
+    for (unsigned i = ixgbe_fdir_first(fd, b); i; i = fd->next[i - 1]) {
         if (ixgbe_fdir_id(core, fd->filters[i - 1].hash) == id) {
             return i - 1;
         }
@@ -331,7 +364,7 @@ static unsigned ixgbe_fdir_chain_len(IxgbeFdir *fd, uint32_t b)
 {
     unsigned n = 0;
 
-    for (unsigned i = fd->head[b]; i; i = fd->next[i - 1]) {
+    for (unsigned i = ixgbe_fdir_first(fd, b); i; i = fd->next[i - 1]) {
         n++;
     }
     return n;
@@ -343,14 +376,17 @@ static void ixgbe_fdir_clear(IxgbeCore *core)
 
     fd->count = 0;
     fd->full_signalled = false;
-    memset(fd->head, 0, sizeof(fd->head));
+    ixgbe_fdir_resize(fd, 0);
 }
 
 static void ixgbe_fdir_rebuild(IxgbeCore *core)
 {
     IxgbeFdir *fd = core->fdir;
 
-    memset(fd->head, 0, sizeof(fd->head));
+    if (!fd->size) {
+        return;
+    }
+    memset(fd->head, 0, IXGBE_FDIR_MAX_BUCKETS * sizeof(fd->head[0]));
     for (uint32_t i = 0; i < fd->count; i++) {
         uint32_t b = ixgbe_fdir_bucket_of(core, &fd->filters[i]);
 
@@ -475,6 +511,10 @@ static uint32_t ixgbe_fdir_add(IxgbeCore *core, uint32_t cmd)
         ixgbe_fdir_count(core, IXGBE_FDIRFSTAT, 0, 0xFF);
         ixgbe_fdir_check_full(core);
         return 0;
+    }
+    if (fd->count == fd->size) {
+        ixgbe_fdir_resize(fd, MIN(MAX(fd->size * 2, IXGBE_FDIR_MIN_SIZE),
+                                  IXGBE_FDIR_MAX_FILTERS));
     }
     idx = fd->count++;
     ixgbe_fdir_fill(core, &fd->filters[idx], cmd);
@@ -703,7 +743,7 @@ bool ixgbe_fdir_classify(IxgbeCore *core, const uint8_t *frame, size_t len,
         sig = ixgbe_fdir_hash(in, ixgbe_get(core, IXGBE_FDIRSKEY)) &
               IXGBE_FDIR_SIG_MASK;
     }
-    for (unsigned i = fd->head[bucket]; i; i = fd->next[i - 1]) {
+    for (unsigned i = ixgbe_fdir_first(fd, bucket); i; i = fd->next[i - 1]) {
         const IxgbeFdirFilter *flt = &fd->filters[i - 1];
 
         chain++;
@@ -767,6 +807,8 @@ void ixgbe_fdir_init(IxgbeCore *core)
 
 void ixgbe_fdir_uninit(IxgbeCore *core)
 {
+    core->fdir->count = 0;
+    ixgbe_fdir_resize(core->fdir, 0);
     g_free(core->fdir);
     core->fdir = NULL;
 }
@@ -793,8 +835,19 @@ bool ixgbe_fdir_post_load(IxgbeCore *core)
                      ixgbe_get(core, IXGBE_FDIRCTRL));
         return false;
     }
+    /* Loaded into a table of the largest size: keep what the filters need */
+    ixgbe_fdir_resize(fd, fd->count);
     ixgbe_fdir_rebuild(core);
     return true;
+}
+
+/* Room for any count of filters a valid stream can carry */
+static int ixgbe_fdir_pre_load(void *opaque)
+{
+    IxgbeFdir *fd = opaque;
+
+    ixgbe_fdir_resize(fd, IXGBE_FDIR_MAX_FILTERS);
+    return 0;
 }
 
 static bool ixgbe_fdir_count_valid(void *opaque, int version_id)
@@ -823,13 +876,14 @@ const VMStateDescription ixgbe_vmstate_fdir_table = {
     .name = "ixgbe-fdir-table",
     .version_id = 1,
     .minimum_version_id = 1,
+    .pre_load = ixgbe_fdir_pre_load,
     .fields = (const VMStateField[]) {
         VMSTATE_BOOL(full_signalled, IxgbeFdir),
         VMSTATE_UINT32(count, IxgbeFdir),
         VMSTATE_VALIDATE("filter count", ixgbe_fdir_count_valid),
-        VMSTATE_STRUCT_VARRAY_UINT32(filters, IxgbeFdir, count, 1,
-                                     ixgbe_vmstate_fdir_filter,
-                                     IxgbeFdirFilter),
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT32(filters, IxgbeFdir, count,
+                                             ixgbe_vmstate_fdir_filter,
+                                             IxgbeFdirFilter),
         VMSTATE_END_OF_LIST()
     }
 };

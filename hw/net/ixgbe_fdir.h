@@ -27,14 +27,22 @@ typedef struct IxgbeFdirFilter {
     uint32_t vlan;          /* FDIRVLAN: VLAN 15:0, flex bytes 31:16 */
 } IxgbeFdirFilter;
 
+/*
+ * The table is allocated as filters are added (a device whose driver adds
+ * none costs nothing) and freed when it is cleared.
+ */
 struct IxgbeFdir {
     /* Filters are kept packed: filters[0..count-1] */
     uint32_t count;
+    uint32_t size;          /* filters[] and next[] have room for this many */
     bool full_signalled;    /* the table-full cause was raised */
-    IxgbeFdirFilter filters[IXGBE_FDIR_MAX_FILTERS];
-    /* Bucket chains (not migrated: rebuilt), as index + 1, 0 ends */
-    uint16_t head[IXGBE_FDIR_MAX_BUCKETS];
-    uint16_t next[IXGBE_FDIR_MAX_FILTERS];
+    IxgbeFdirFilter *filters;
+    /*
+     * Bucket chains (not migrated: rebuilt), as index + 1, 0 ends;
+     * head[IXGBE_FDIR_MAX_BUCKETS], NULL while size is 0
+     */
+    uint16_t *head;
+    uint16_t *next;
 };
 
 /* What the receive path learns from the Flow Director for one frame */

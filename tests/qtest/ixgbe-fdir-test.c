@@ -709,6 +709,12 @@ static void test_migration(void)
     fdir_cmd_on(&dst, 3u << 16 | perfect_bucket(&a),
                 IXGBE_FDIRCMD_CMD_REMOVE);
     g_assert_cmpint(rss_queue_of(&dst, rings, &a), ==, rss_a);
+    /* The loaded table, cut to its one filter, grows again */
+    perfect_add(&dst, &a, perfect_bucket(&a), 5,
+                fdircmd_add(FT_TCP4, (rss_a + 3) % 4));
+    g_assert_cmpint(flow_send(&dst, rings, &a, wb), ==, (rss_a + 3) % 4);
+    g_assert_cmpint(flow_send(&dst, rings, &b, wb), ==, (rss_b + 2) % 4);
+    g_assert_cmpuint(rd(&dst, IXGBE_FDIRFREE), ==, 2046);
     ixgbe_test_stop(&dst);
     unlink(path);
 }
