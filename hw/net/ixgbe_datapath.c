@@ -791,6 +791,22 @@ static void ixgbe_rx_fdir(IxgbeCore *core, const IxgbeRxFrame *f,
     }
 }
 
+/*
+ * The sum of a TCP/UDP pseudo header: source and destination addresses of
+ * alen bytes each, adjacent in the IP header as in both versions, the
+ * protocol and the length
+ */
+static uint32_t ixgbe_pseudo_sum(const uint8_t *addrs, size_t alen,
+                                 uint8_t proto, uint16_t len)
+{
+    uint32_t sum = proto + len;
+
+    for (size_t i = 0; i < 2 * alen; i += 2) {
+        sum += lduw_be_p(addrs + i);
+    }
+    return sum;
+}
+
 /* Whether the IPv4 header checksum of a parsed frame is right */
 static bool ixgbe_rx_ip4_csum_ok(struct NetRxPkt *pkt, const IxgbeRxFrame *f)
 {
@@ -812,7 +828,7 @@ static bool ixgbe_rx_l4_csum(struct NetRxPkt *pkt, const IxgbeRxFrame *f,
 {
     size_t l4off = net_rx_pkt_get_l4_hdr_offset(pkt);
     uint8_t l4hdr[8];
-    uint32_t sum, cso;
+    uint32_t sum;
     uint16_t csl = 0;
 
     if (ip4 && net_rx_pkt_get_ip4_info(pkt)->fragment) {
@@ -831,7 +847,8 @@ static bool ixgbe_rx_l4_csum(struct NetRxPkt *pkt, const IxgbeRxFrame *f,
         if (!udp) {
             csl = be16_to_cpu(iph->ip_len) - IP_HDR_GET_LEN(iph);
         }
-        sum = eth_calc_ip4_pseudo_hdr_csum(iph, csl, &cso);
+        sum = ixgbe_pseudo_sum((const uint8_t *)&iph->ip_src, 4, iph->ip_p,
+                               csl);
     } else {
         eth_ip6_hdr_info *info = net_rx_pkt_get_ip6_info(pkt);
         struct ip6_header *iph = &info->ip6_hdr;
@@ -840,7 +857,8 @@ static bool ixgbe_rx_l4_csum(struct NetRxPkt *pkt, const IxgbeRxFrame *f,
             csl = be16_to_cpu(iph->ip6_ctlun.ip6_un1.ip6_un1_plen) -
                   (info->full_hdr_len - sizeof(*iph));
         }
-        sum = eth_calc_ip6_pseudo_hdr_csum(iph, csl, info->l4proto, &cso);
+        sum = ixgbe_pseudo_sum((const uint8_t *)&iph->ip6_src, 16,
+                               info->l4proto, csl);
     }
     sum += ixgbe_iov_csum(f->iov, f->iovcnt, l4off, csl);
     sum = net_checksum_finish_nozero(sum);

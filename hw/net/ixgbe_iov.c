@@ -107,6 +107,12 @@ uint32_t ixgbe_iov_csum(const struct iovec *iov, int iovcnt, size_t off,
 {
     uint32_t sum = 0;
 
-    ixgbe_iov_walk(iov, iovcnt, off, n, ixgbe_iov_csum_piece, &sum);
+    if (iovcnt >= 1 && off <= iov[0].iov_len && n <= iov[0].iov_len - off) {
+        /* The common case, a range in the first piece */
+        ixgbe_iov_csum_piece(&sum, (const uint8_t *)iov[0].iov_base + off,
+                             n, 0);
+    } else {
+        ixgbe_iov_walk(iov, iovcnt, off, n, ixgbe_iov_csum_piece, &sum);
+    }
     return sum;
 }

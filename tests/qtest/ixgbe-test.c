@@ -550,11 +550,79 @@ static size_t build_vlan_udp_frame(uint8_t *buf, size_t len, uint16_t vid)
     return len;
 }
 
+/* Add bytes to a ones' complement sum as big-endian 16-bit words */
+static uint32_t csum_add(uint32_t sum, const uint8_t *p, size_t len)
+{
+    for (size_t i = 0; i < len; i += 2) {
+        sum += (p[i] << 8) | (i + 1 < len ? p[i + 1] : 0);
+    }
+    return sum;
+}
+
+static uint16_t csum_fold(uint32_t sum)
+{
+    while (sum >> 16) {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    return ~sum;
+}
+
 /*
- * The checksum status of received IPv4/UDP frames: checked and right,
- * odd lengths included; a wrong IP header checksum (IPE) or UDP checksum
- * (TCPE) each reported alone; a datagram sent without a checksum (0) not
- * checked
+ * An untagged IPv4 or IPv6 frame of len bytes carrying TCP (proto 6) or
+ * UDP (17), with right IP header and TCP/UDP checksums
+ */
+static size_t build_l4_frame(uint8_t *buf, size_t len, bool v6,
+                             uint8_t proto)
+{
+    size_t iplen = v6 ? 40 : 20, l4len = len - 14 - iplen;
+    uint8_t *ip = buf + 14, *l4 = ip + iplen;
+    unsigned cso = proto == 6 ? 16 : 6;
+    uint32_t sum;
+
+    memset(buf, 0, len);
+    memcpy(buf, test_mac, ETH_ALEN);
+    memcpy(buf + 6, peer_mac, ETH_ALEN);
+    stw_be_p(buf + 12, v6 ? 0x86dd : 0x0800);
+    if (v6) {
+        ip[0] = 0x60;
+        stw_be_p(ip + 4, l4len);
+        ip[6] = proto;
+        ip[7] = 64;
+        for (unsigned i = 0; i < 32; i++) {
+            ip[8 + i] = 0x20 + i * 7;
+        }
+    } else {
+        ip[0] = 0x45;
+        stw_be_p(ip + 2, len - 14);
+        ip[8] = 64;
+        ip[9] = proto;
+        memcpy(ip + 12, (uint8_t[]){ 192, 0, 2, 1, 192, 0, 2, 2 }, 8);
+        stw_be_p(ip + 10, ip_checksum(ip, 20));
+    }
+    stw_be_p(l4, 4000);
+    stw_be_p(l4 + 2, 5000);
+    if (proto == 6) {
+        l4[12] = 5 << 4;            /* data offset: 20 bytes */
+        l4[13] = 0x18;              /* PSH, ACK */
+        stw_be_p(l4 + 14, 1000);
+    } else {
+        stw_be_p(l4 + 4, l4len);
+    }
+    for (size_t i = proto == 6 ? 20 : 8; i < l4len; i++) {
+        l4[i] = i * 13 + 1;
+    }
+    /* Pseudo header: the addresses, the protocol and the length */
+    sum = csum_add(proto + l4len, v6 ? ip + 8 : ip + 12, v6 ? 32 : 8);
+    sum = csum_add(sum, l4, l4len);
+    stw_be_p(l4 + cso, csum_fold(sum) ? csum_fold(sum) : 0xffff);
+    return len;
+}
+
+/*
+ * The checksum status of received frames: IPv4/UDP with a VLAN tag right
+ * and at odd lengths, a wrong IP header checksum (IPE) or UDP checksum
+ * (TCPE) each reported alone, a datagram sent without a checksum (0) not
+ * checked; then TCP and UDP over IPv4 and IPv6, right and corrupted
  */
 static void test_rx_checksum_status(void)
 {
@@ -580,7 +648,7 @@ static void test_rx_checksum_status(void)
     RxRing r;
 
     ixgbe_test_start(&t);
-    rx_ring_setup(&t, &r, 0, 16);
+    rx_ring_setup(&t, &r, 0, 32);
     rx_enable(&t);
     for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
         size_t len = build_vlan_udp_frame(frame, cases[i].len, 5);
@@ -595,6 +663,32 @@ static void test_rx_checksum_status(void)
         rx_wait(&t, &r, wb);
         g_assert_cmpuint(rx_wb_length(wb), ==, len);
         g_assert_cmphex(rx_wb_status(wb) & mask, ==, cases[i].want);
+    }
+
+    for (unsigned v6 = 0; v6 < 2; v6++) {
+        for (unsigned tcp = 0; tcp < 2; tcp++) {
+            uint32_t want = IXGBE_RXD_STAT_L4CS |
+                            (v6 ? 0 : IXGBE_RXD_STAT_IPCS) |
+                            (tcp ? 0 : IXGBE_RXD_STAT_UDPCS);
+
+            for (unsigned bad = 0; bad < 2; bad++) {
+                size_t len = build_l4_frame(frame, 333 + v6 * 100, v6,
+                                            tcp ? 6 : 17);
+
+                if (bad) {
+                    frame[len - 3] ^= 0x01;
+                }
+                backend_send(&t, frame, len);
+                rx_wait(&t, &r, wb);
+                g_assert_cmphex(rx_wb_status(wb) & mask, ==,
+                                want | (bad ? IXGBE_RXD_ERR_TCPE : 0));
+                g_assert_cmphex((ldl_le_p(wb) >> IXGBE_RXD_PKTTYPE_SHIFT) &
+                                (IXGBE_RXD_PKTTYPE_IPV6 |
+                                 IXGBE_RXD_PKTTYPE_TCP), ==,
+                                (v6 ? IXGBE_RXD_PKTTYPE_IPV6 : 0) |
+                                (tcp ? IXGBE_RXD_PKTTYPE_TCP : 0));
+            }
+        }
     }
     ixgbe_test_stop(&t);
 }
