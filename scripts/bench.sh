@@ -8,6 +8,7 @@
 #                    [--models ixgbe,igb,e1000e,virtio-net] [--workloads LIST]
 #                    [--out-dir DIR]
 #   scripts/bench.sh --device-model [--quick] [OPTIONS]
+#   scripts/bench.sh --dpdk [--quick] [OPTIONS]
 #
 # --device-model: instead, the guest-free benchmark of the device models
 # (ixgbe, igb, e1000e) driven through their rings over the qtest protocol
@@ -21,6 +22,15 @@
 #   tests/bench/devmem.py, about 3 min, --quick about 15 s without massif):
 #   devmem-<time>-<mode>.{json,txt}, copied to latest-memory.*.
 #   --device-model --quick also runs --memory --quick after the rest.
+#
+# --dpdk: instead, DPDK testpmd io forwarding between two ports of one model
+# wired back to back (-netdev dgram), ixgbe (net_ixgbe) against igb
+# (net_e1000_igb; --models adds e1000e), on the Debian systemd guest of the
+# e2e tests (scripts/build-rootfs.sh, built when missing): packets per second,
+# QEMU CPU and register accesses per packet (tests/bench/dpdkbench.py; its
+# options: scripts/bench.sh --dpdk --help; full form about 6 min, --quick
+# about 4); $BUILD_DIR/bench/dpdk/dpdkbench-<time>-<mode>.{json,txt}, copied
+# to latest.*.
 #
 #   --kernel K     guest kernel (default 6.1)
 #   --quick        3 samples of 2 s per cell instead of 5 of 5 s
@@ -104,6 +114,36 @@ for a in "$@"; do
             exit "$rc"
         fi
         exec "${PROJECT_PYTHON[@]}" "$REPO_ROOT/tests/bench/devbench.py" "${dm_args[@]}"
+    fi
+done
+
+# --dpdk: testpmd forwarding on the systemd guest, with options of its own
+for a in "$@"; do
+    if [[ "$a" == --dpdk ]]; then
+        dp_args=()
+        for b in "$@"; do
+            [[ "$b" == --dpdk ]] || dp_args+=("$b")
+        done
+        export PYTHONDONTWRITEBYTECODE=1
+        if [[ ! -x "$VENV_PYTHON" ]]; then
+            log "Python venv missing: running scripts/deps.sh"
+            "$REPO_ROOT/scripts/deps.sh" || die "scripts/deps.sh failed"
+        fi
+        for b in "${dp_args[@]}"; do
+            if [[ "$b" == -h || "$b" == --help ]]; then
+                exec "${PROJECT_PYTHON[@]}" "$REPO_ROOT/tests/bench/dpdkbench.py" --help
+            fi
+        done
+        "${PROJECT_PYTHON[@]}" "$REPO_ROOT/tests/bench/dpdkbench.py" --check-args "${dp_args[@]}" || exit 2
+        if [[ -z "${QEMU:-}" && ! -x "$BUILD_DIR/qemu-build/qemu-system-x86_64" ]]; then
+            log "no QEMU build yet: running scripts/build-qemu.sh"
+            "$REPO_ROOT/scripts/build-qemu.sh" || die "scripts/build-qemu.sh failed"
+        fi
+        if [[ ! -f "$BUILD_DIR/rootfs/bookworm/disk.img" ]]; then
+            log "no systemd guest image yet: running scripts/build-rootfs.sh bookworm"
+            "$REPO_ROOT/scripts/build-rootfs.sh" bookworm || die "scripts/build-rootfs.sh failed"
+        fi
+        exec "${PROJECT_PYTHON[@]}" "$REPO_ROOT/tests/bench/dpdkbench.py" "${dp_args[@]}"
     fi
 done
 
