@@ -84,6 +84,18 @@ def test_dmesg_levels(vm: VM) -> None:
     assert all(r.timestamp > mark for r in vm.dmesg(since=mark))
 
 
+def test_uptime_mark_is_after_what_came_before(vm: VM) -> None:
+    """A record logged just before vm.uptime() is never after its mark,
+    and one logged just after it always is."""
+    for i in range(20):
+        vm.sh(f"echo '<4>before {i}' > /dev/kmsg")
+        mark = vm.uptime()
+        vm.sh(f"echo '<4>after {i}' > /dev/kmsg")
+        texts = [r.text for r in vm.dmesg(since=mark)]
+        assert f"before {i}" not in texts, (mark, texts)
+        assert f"after {i}" in texts, (mark, texts)
+
+
 def test_qmp(vm: VM) -> None:
     assert vm.qmp("query-status")["status"] == "running"
     cpus = vm.qmp("query-cpus-fast")

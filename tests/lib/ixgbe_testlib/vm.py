@@ -292,6 +292,7 @@ class VM:
         self._agent_fh = self.agent_log.open("a", encoding="utf-8")
         self.release = ""
         self._ready = False  # the agent answered
+        self._marks = 0  # uptime() marks written to the kernel log
 
     # -------------------------------------------------------------- paths
     def sock_path(self, name: str) -> Path:
@@ -764,8 +765,19 @@ class VM:
         return records
 
     def uptime(self) -> float:
-        """Seconds since guest boot, on the kernel log's clock (a mark for dmesg(since=))."""
-        return float(self.sh("cut -d' ' -f1 /proc/uptime").strip())
+        """Seconds since guest boot on the kernel log's own clock, as a mark
+        for dmesg(since=): the time stamp of a line this call writes to
+        /dev/kmsg, so every record logged before the call is at or before it
+        and every later one after it. (/proc/uptime counts in 10 ms steps on
+        another clock: a record of the previous command could land after
+        such a mark.)"""
+        self._marks += 1
+        token = f"harness: mark {self._marks}"
+        out = self.sh(f"echo '<6>{token}' > /dev/kmsg && dmesg -r | grep -F '{token}' | tail -n 1")
+        records = parse_dmesg_raw(out)
+        if not records:
+            raise GuestError(f"the kernel log has no {token!r} line")
+        return records[-1].timestamp
 
     def modprobe(self, module: str, *params: str) -> None:
         """Load a module (and its dependencies); a no-op for built-in ones."""
