@@ -112,9 +112,15 @@ def setup(request: pytest.FixtureRequest, rootfs: RootfsImage, qemu: Path, log_r
 
 def test_vfs_created(setup: VfSetup, timed: None) -> None:
     vm, pf = setup.vm, setup.pf
+    # No driver takes the VFs until they have their administrative MACs: an
+    # ixgbevf already running with a random MAC may still ask the PF for that
+    # one after `vf N mac` (a race the PF warns about)
+    vm.sh(f"echo 0 > /sys/class/net/{pf}/device/sriov_drivers_autoprobe")
     vm.sh(f"echo {NUM_VFS} > /sys/class/net/{pf}/device/sriov_numvfs", timeout=180)
     for n, mac in enumerate(VF_MACS):
         vm.sh(f"ip link set {pf} vf {n} mac {mac}")
+    # (the VFs stay unbound; explicit binds are allowed again)
+    vm.sh(f"echo 1 > /sys/class/net/{pf}/device/sriov_drivers_autoprobe")
     setup.vfs = [vm.sh(f"basename $(readlink /sys/class/net/{pf}/device/virtfn{n})").strip() for n in range(NUM_VFS)]
     ids = [vm.sh(f"cat /sys/bus/pci/devices/{v}/vendor /sys/bus/pci/devices/{v}/device").split() for v in setup.vfs]
     assert ids == [["0x8086", "0x10ed"]] * NUM_VFS, ids
