@@ -334,15 +334,12 @@ static bool ixgbe_tx_offloads(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq,
     return true;
 }
 
-/* Map the buffers of a complete packet into core->tx_pkt */
-static bool ixgbe_tx_map(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq)
+/* Map the buffers of a complete packet of total bytes into core->tx_pkt */
+static bool ixgbe_tx_map(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq,
+                         uint64_t total)
 {
     AddressSpace *as = pci_get_address_space(ixgbe_queue_dma_dev(core, q));
-    uint64_t total = 0;
 
-    for (uint32_t i = 0; i < txq->nfrags; i++) {
-        total += txq->frag_len[i];
-    }
     if (total > IXGBE_TX_MAX_PACKET) {
         qemu_log_mask(LOG_GUEST_ERROR,
                       "ixgbe: txq %u: %" PRIu64 " byte packet exceeds %u "
@@ -417,7 +414,7 @@ static void ixgbe_tx_send(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq)
         ixgbe_tx_send_plain(core, q, txq, &out);
         return;
     }
-    if (ixgbe_tx_map(core, q, txq)) {
+    if (ixgbe_tx_map(core, q, txq, total)) {
         if (net_tx_pkt_parse(pkt) && ixgbe_tx_offloads(core, q, txq, pkt)) {
             /*
              * The peer never gets a virtio-net header from this device:
