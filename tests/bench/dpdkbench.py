@@ -42,7 +42,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,7 @@ from ixgbe_testlib.errors import GuestError, HarnessError
 from ixgbe_testlib.host import build_dir, has_device, qemu_binary
 from ixgbe_testlib.nicargs import dgram_netdev, mac_address, nic_args
 from ixgbe_testlib.sysguest import RootfsImage, SystemdVM, pick_accel, rootfs_image
+from ixgbe_testlib.testpmd import Testpmd
 from nicbench import cpu_snapshot, find_qemu_pid, loadavg, snapshot_qemu
 
 log = logging.getLogger("dpdkbench")
@@ -76,55 +77,6 @@ MEMORY_MB = 2048
 HUGEPAGES = 256  # 2 MiB pages
 DESCRIPTORS = 512  # RX and TX ring size of every port, same for every model
 TRACE_EVENTS = ("memory_region_ops_read", "memory_region_ops_write")
-
-
-class Testpmd:
-    """dpdk-testpmd -i in the guest, fed through a FIFO that a holder process
-    keeps open, its output in a log file read over the agent (as in
-    tests/e2e/test_dpdk_pmd.py)."""
-
-    FIFO = "/run/testpmd.in"
-    LOG = "/run/testpmd.log"
-    HOLDER = "/run/testpmd.holder"
-    PROMPT = "testpmd> "
-    EXIT = "@@TESTPMD-EXIT"
-
-    def __init__(self, vm: SystemdVM) -> None:
-        self.vm = vm
-
-    def log(self) -> str:
-        return self.vm.run(f"cat {self.LOG}", timeout=60).stdout
-
-    def wait_log(self, what: str, done: Callable[[str], bool], timeout: float, interval: float = 0.3) -> str:
-        def probe() -> str | None:
-            text = self.log()
-            if self.EXIT in text:
-                raise GuestError(f"testpmd exited:\n{text[-3000:]}")
-            return text if done(text) else None
-
-        return self.vm.wait_until(what, probe, timeout, interval)
-
-    def start(self, eal: Sequence[str], app: Sequence[str], timeout: float = 300) -> str:
-        f, lg = self.FIFO, self.LOG
-        cmd = shlex.join(["stdbuf", "-oL", "-eL", "dpdk-testpmd", *eal, "--", "-i", *app])
-        self.vm.sh(f"rm -f {f} {lg} {self.HOLDER} && mkfifo {f}")
-        self.vm.sh(f"setsid sh -c 'echo $$ > {self.HOLDER}; exec sleep 1000000 > {f}' < /dev/null > /dev/null 2>&1 &")
-        self.vm.sh(
-            f"setsid sh -c '{cmd} < {f} > {lg} 2>&1; echo \"{self.EXIT} $?@@\" >> {lg}' < /dev/null > /dev/null 2>&1 &"
-        )
-        return self.wait_log("the testpmd prompt", lambda t: self.PROMPT in t, timeout, interval=1)
-
-    def cmd(self, line: str, timeout: float = 120) -> str:
-        """One command; its output (up to the next prompt)."""
-        before = self.log()
-        n = before.count(self.PROMPT)
-        self.vm.sh(f"echo {shlex.quote(line)} > {self.FIFO}")
-        text = self.wait_log(f"testpmd to finish `{line}`", lambda t: t.count(self.PROMPT) > n, timeout)
-        start = 0
-        for _ in range(n):
-            start = text.index(self.PROMPT, start) + len(self.PROMPT)
-        end = text.find(self.PROMPT, start)
-        return text[start : end if end >= 0 else len(text)]
 
 
 @dataclasses.dataclass

@@ -51,7 +51,7 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -63,6 +63,7 @@ from ixgbe_testlib.netcheck import device_problems, format_records
 from ixgbe_testlib.nicargs import mac_address
 from ixgbe_testlib.parsers import KmsgRecord
 from ixgbe_testlib.sysguest import Lab, RootfsImage, SystemdVM, Wire, ixgbe_wire, pick_accel
+from ixgbe_testlib.testpmd import Testpmd
 from ixgbe_testlib.vmreport import remember_vm
 
 VCPUS = 2  # testpmd: a main lcore and one forwarding lcore
@@ -331,71 +332,6 @@ def parse_stream_stats(text: str) -> dict[tuple[int, int], int]:
     ):
         out[(int(port), int(queue))] = int(rx)
     return out
-
-
-# ------------------------------------------------------- testpmd session
-class Testpmd:
-    """dpdk-testpmd in interactive mode in the guest, its commands written
-    into a FIFO (kept open by a holder process so it never sees EOF), its
-    output in a log file read over the agent."""
-
-    __test__ = False  # not a test class for pytest
-    FIFO = "/run/testpmd.in"
-    LOG = "/run/testpmd.log"
-    HOLDER = "/run/testpmd.holder"
-    PROMPT = "testpmd> "
-    EXIT = re.compile(r"@@TESTPMD-EXIT (\d+)@@")
-
-    def __init__(self, vm: SystemdVM) -> None:
-        self.vm = vm
-
-    def log(self) -> str:
-        return self.vm.run(f"cat {self.LOG}").stdout
-
-    def wait_log(self, what: str, done: Callable[[str], bool], timeout: float, interval: float = 0.5) -> str:
-        """The log, once `done(log)` holds (or testpmd exited)."""
-
-        def probe() -> str | None:
-            text = self.log()
-            return text if done(text) or self.EXIT.search(text) else None
-
-        return self.vm.wait_until(what, probe, timeout, interval)
-
-    def start(self, eal: list[str], app: list[str], timeout: float = 240) -> str:
-        f, log = self.FIFO, self.LOG
-        cmd = shlex.join(["stdbuf", "-oL", "-eL", "dpdk-testpmd", *eal, "--", "-i", *app])
-        self.vm.sh(f"rm -f {f} {log} {self.HOLDER} && mkfifo {f}")
-        self.vm.sh(
-            f"setsid sh -c 'echo $$ > {self.HOLDER}; exec sleep 100000 > {f}' < /dev/null > /dev/null 2>&1 &"
-        )
-        self.vm.sh(
-            f"setsid sh -c '{cmd} < {f} > {log} 2>&1; echo \"@@TESTPMD-EXIT $?@@\" >> {log}'"
-            " < /dev/null > /dev/null 2>&1 &"
-        )
-        return self.wait_log("the testpmd prompt", lambda t: self.PROMPT in t, timeout, interval=1)
-
-    def cmd(self, line: str, timeout: float = 120) -> str:
-        """Run one testpmd command; return its output (up to the next prompt)."""
-        before = self.log()
-        if self.EXIT.search(before):
-            raise GuestError(f"testpmd is not running:\n{before[-3000:]}")
-        n = before.count(self.PROMPT)
-        self.vm.sh(f"echo {shlex.quote(line)} > {self.FIFO}")
-        text = self.wait_log(f"testpmd to finish `{line}`", lambda t: t.count(self.PROMPT) > n, timeout)
-        # the output starts after the prompt the command was typed at
-        start = 0
-        for _ in range(n):
-            start = text.index(self.PROMPT, start) + len(self.PROMPT)
-        end = text.find(self.PROMPT, start)
-        return text[start : end if end >= 0 else len(text)]
-
-    def quit(self, timeout: float = 180) -> tuple[int, str]:
-        self.vm.sh(f"echo quit > {self.FIFO}")
-        text = self.wait_log("testpmd to exit", lambda t: False, timeout, interval=1)
-        self.vm.run(f"kill $(cat {self.HOLDER}) 2>/dev/null")
-        m = self.EXIT.search(text)
-        assert m is not None
-        return int(m.group(1)), text
 
 
 # ---------------------------------------------------------------- fixture

@@ -1,0 +1,75 @@
+"""dpdk-testpmd in interactive mode in a systemd guest: started with its
+commands written into a FIFO and its output in a log file, for the e2e
+tests (tests/e2e/test_dpdk_*.py) and the DPDK benchmark
+(tests/bench/dpdkbench.py)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable, Sequence
+
+from ixgbe_testlib.errors import GuestError
+from ixgbe_testlib.sysguest import SystemdVM
+
+
+class Testpmd:
+    """dpdk-testpmd in interactive mode in the guest, its commands written
+    into a FIFO (kept open by a holder process so it never sees EOF), its
+    output in a log file read over the agent."""
+
+    __test__ = False  # not a test class for pytest
+    FIFO = "/run/testpmd.in"
+    LOG = "/run/testpmd.log"
+    HOLDER = "/run/testpmd.holder"
+    PROMPT = "testpmd> "
+    EXIT = re.compile(r"@@TESTPMD-EXIT (\d+)@@")
+
+    def __init__(self, vm: SystemdVM) -> None:
+        self.vm = vm
+
+    def log(self) -> str:
+        return self.vm.run(f"cat {self.LOG}").stdout
+
+    def wait_log(self, what: str, done: Callable[[str], bool], timeout: float, interval: float = 0.5) -> str:
+        """The log, once `done(log)` holds (or testpmd exited)."""
+
+        def probe() -> str | None:
+            text = self.log()
+            return text if done(text) or self.EXIT.search(text) else None
+
+        return self.vm.wait_until(what, probe, timeout, interval)
+
+    def start(self, eal: Sequence[str], app: Sequence[str], timeout: float = 240) -> str:
+        f, log = self.FIFO, self.LOG
+        cmd = shlex.join(["stdbuf", "-oL", "-eL", "dpdk-testpmd", *eal, "--", "-i", *app])
+        self.vm.sh(f"rm -f {f} {log} {self.HOLDER} && mkfifo {f}")
+        self.vm.sh(f"setsid sh -c 'echo $$ > {self.HOLDER}; exec sleep 100000 > {f}' < /dev/null > /dev/null 2>&1 &")
+        self.vm.sh(
+            f"setsid sh -c '{cmd} < {f} > {log} 2>&1; echo \"@@TESTPMD-EXIT $?@@\" >> {log}'"
+            " < /dev/null > /dev/null 2>&1 &"
+        )
+        return self.wait_log("the testpmd prompt", lambda t: self.PROMPT in t, timeout, interval=1)
+
+    def cmd(self, line: str, timeout: float = 120) -> str:
+        """Run one testpmd command; return its output (up to the next prompt)."""
+        before = self.log()
+        if self.EXIT.search(before):
+            raise GuestError(f"testpmd is not running:\n{before[-3000:]}")
+        n = before.count(self.PROMPT)
+        self.vm.sh(f"echo {shlex.quote(line)} > {self.FIFO}")
+        text = self.wait_log(f"testpmd to finish `{line}`", lambda t: t.count(self.PROMPT) > n, timeout)
+        # the output starts after the prompt the command was typed at
+        start = 0
+        for _ in range(n):
+            start = text.index(self.PROMPT, start) + len(self.PROMPT)
+        end = text.find(self.PROMPT, start)
+        return text[start : end if end >= 0 else len(text)]
+
+    def quit(self, timeout: float = 180) -> tuple[int, str]:
+        self.vm.sh(f"echo quit > {self.FIFO}")
+        text = self.wait_log("testpmd to exit", lambda t: False, timeout, interval=1)
+        self.vm.run(f"kill $(cat {self.HOLDER}) 2>/dev/null")
+        m = self.EXIT.search(text)
+        assert m is not None
+        return int(m.group(1)), text
