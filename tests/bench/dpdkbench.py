@@ -50,13 +50,12 @@ from benchlib import BenchError, cpu_delta, host_facts, sha256_file
 from dpdkbenchlib import (
     SUBJECT,
     Model,
-    PortStats,
     count_mmio,
     in_flight,
     mmio_figures,
     parse_args,
-    parse_port_stats,
     parse_probed,
+    port_stats,
     ratios,
     render,
     summaries,
@@ -67,7 +66,7 @@ from ixgbe_testlib.errors import GuestError, HarnessError
 from ixgbe_testlib.host import build_dir, has_device, qemu_binary
 from ixgbe_testlib.nicargs import dgram_netdev, mac_address, nic_args
 from ixgbe_testlib.sysguest import RootfsImage, SystemdVM, pick_accel, rootfs_image
-from ixgbe_testlib.testpmd import Testpmd
+from ixgbe_testlib.testpmd import PortStats, Testpmd
 from nicbench import cpu_snapshot, find_qemu_pid, loadavg, snapshot_qemu
 
 log = logging.getLogger("dpdkbench")
@@ -176,7 +175,7 @@ class DpdkGuest:
         cpu = cpu_snapshot(self.pid)
         text = self.testpmd.cmd("show port stats all")
         t1 = time.monotonic()
-        return Stamp(parse_port_stats(text), (t0 + t1) / 2, cpu)
+        return Stamp(port_stats(text), (t0 + t1) / 2, cpu)
 
     def window(self, seconds: float) -> dict[str, float]:
         a = self.stamp()

@@ -1,5 +1,6 @@
 """The pure parts of the DPDK forwarding benchmark (tests/bench/dpdkbench.py):
-its options, testpmd's port statistics, the figures of one measured window,
+its options, testpmd's port statistics (read by ixgbe_testlib.testpmd's
+parser, shared with the e2e tests), the figures of one measured window,
 the count of MMIO accesses in a QEMU trace, the tables and the verdict.
 
 No VM, no I/O: everything here is tested by tests/bench/test_dpdkbenchlib.py.
@@ -14,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from benchlib import BenchError, Row, Summary, ratio, ratio_table, summarize
+from ixgbe_testlib.errors import GuestError
+from ixgbe_testlib.testpmd import PortStats, parse_port_stats
 
 SUBJECT = "ixgbe"
 TARGET_RATIO = 2.0  # the performance goal: ixgbe forwards at least twice igb's packets per second
@@ -110,45 +113,14 @@ def in_flight(tx_bursts: int, ports: int = 2) -> int:
 
 
 # ----------------------------------------------------------- testpmd output
-@dataclasses.dataclass(frozen=True)
-class PortStats:
-    """One port's block of `show port stats all`."""
-
-    rx_packets: int
-    rx_missed: int
-    rx_bytes: int
-    rx_errors: int
-    rx_nombuf: int
-    tx_packets: int
-    tx_errors: int
-    tx_bytes: int
-    rx_pps: int  # testpmd's own rates since the previous `show port stats` of the port
-    tx_pps: int
-
-
-_STAT_KEYS = {
-    "RX-packets": "rx_packets", "RX-missed": "rx_missed", "RX-bytes": "rx_bytes", "RX-errors": "rx_errors",
-    "RX-nombuf": "rx_nombuf", "TX-packets": "tx_packets", "TX-errors": "tx_errors", "TX-bytes": "tx_bytes",
-    "Rx-pps": "rx_pps", "Tx-pps": "tx_pps",
-}  # fmt: skip
-
-
-def parse_port_stats(text: str) -> dict[int, PortStats]:
-    """`show port stats all` -> {port: counters}; a block that lacks a
-    counter (output cut short) is an error."""
-    parts = re.split(r"^.*NIC statistics for port (\d+)\b.*$", text, flags=re.MULTILINE)
-    out: dict[int, PortStats] = {}
-    for i in range(1, len(parts) - 1, 2):
-        port, block = int(parts[i]), parts[i + 1]
-        values: dict[str, int] = {}
-        for k, v in re.findall(r"([RT][Xx]-[a-z]+):\s+(\d+)", block):
-            if k in _STAT_KEYS and _STAT_KEYS[k] not in values:
-                values[_STAT_KEYS[k]] = int(v)
-        missing = sorted(set(_STAT_KEYS.values()) - set(values))
-        if missing:
-            raise BenchError(f"port {port}: no {', '.join(missing)} in testpmd's statistics:\n{block.strip()}")
-        out[port] = PortStats(**values)
-    return out
+def port_stats(text: str) -> dict[int, PortStats]:
+    """`show port stats all` with testpmd's rates, which window_figures()
+    reports. Statistics that cannot be read spoil the window (BenchError),
+    not the guest."""
+    try:
+        return parse_port_stats(text, rates=True)
+    except GuestError as exc:
+        raise BenchError(str(exc)) from exc
 
 
 def parse_probed(text: str, pmd: str) -> list[str]:
@@ -200,6 +172,9 @@ def window_figures(
     tx = d[0]["tx_packets"] + d[1]["tx_packets"]
     if rx == 0:
         raise BenchError("no packets forwarded in the window")
+    pps0, pps1 = after[0].rx_pps, after[1].rx_pps
+    if pps0 is None or pps1 is None:
+        raise BenchError("no Rx-pps in testpmd's statistics at the window's end")
     worst = max(abs(d[0]["tx_packets"] - d[1]["rx_packets"]), abs(d[1]["tx_packets"] - d[0]["rx_packets"]))
     if worst > flight + SKEW * rx:
         raise BenchError(
@@ -214,7 +189,7 @@ def window_figures(
         "seconds": float(seconds),
         "fwd_pps": rx / seconds,
         "tx_pps": tx / seconds,
-        "testpmd_pps": float(after[0].rx_pps + after[1].rx_pps),
+        "testpmd_pps": float(pps0 + pps1),
         "crosscheck": worst / rx,
         "lost": float(lost),
     }

@@ -2,44 +2,38 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from benchlib import BenchError, Summary
 from dpdkbenchlib import (
     MODELS,
-    PortStats,
     count_mmio,
     in_flight,
     mmio_figures,
     parse_args,
-    parse_port_stats,
     parse_probed,
+    port_stats,
     ratios,
     render,
     summaries,
     verdict,
     window_figures,
 )
+from ixgbe_testlib.testpmd import PortStats
 
-# `show port stats all` as DPDK 22.11's testpmd prints it
-RECORDED_STATS = """
-  ######################## NIC statistics for port 0  ########################
-  RX-packets: 1200345    RX-missed: 0          RX-bytes:  72020700
-  RX-errors: 0
-  RX-nombuf:  0         
-  TX-packets: 1200401    TX-errors: 0          TX-bytes:  72024060
-
-  Throughput (since last show)
-  Rx-pps:        40011          Rx-bps:     19205280
-  Tx-pps:        40013          Tx-bps:     19206240
-  ############################################################################
-
+# one port's block of `show port stats all` as DPDK 22.11's testpmd prints
+# it, without its rates (ixgbe_testlib.testpmd's parser is tested, on the
+# whole output, in tests/e2e/test_testpmd_parsers.py)
+COUNTERS = """
   ######################## NIC statistics for port 1  ########################
   RX-packets: 1200290    RX-missed: 2          RX-bytes:  72017400
   RX-errors: 1
   RX-nombuf:  3         
   TX-packets: 1200200    TX-errors: 4          TX-bytes:  72012000
-
+"""
+RATES = """
   Throughput (since last show)
   Rx-pps:        40009          Rx-bps:     19204320
   Tx-pps:        40006          Tx-bps:     19202880
@@ -51,18 +45,17 @@ def stats(rx: int, tx: int, lost: int = 0, pps: int = 0) -> PortStats:
     return PortStats(rx, lost, rx * 60, 0, 0, tx, 0, tx * 60, pps, pps)
 
 
-def test_parse_port_stats_recorded() -> None:
-    s = parse_port_stats(RECORDED_STATS)
-    assert sorted(s) == [0, 1]
-    assert s[0] == PortStats(1200345, 0, 72020700, 0, 0, 1200401, 0, 72024060, 40011, 40013)
-    assert s[1] == PortStats(1200290, 2, 72017400, 1, 3, 1200200, 4, 72012000, 40009, 40006)
+def test_port_stats_with_rates() -> None:
+    s = port_stats(COUNTERS + RATES)
+    assert s == {1: PortStats(1200290, 2, 72017400, 1, 3, 1200200, 4, 72012000, 40009, 40006)}
 
 
-def test_parse_port_stats_cut_short_is_an_error() -> None:
-    cut = RECORDED_STATS[: RECORDED_STATS.index("Throughput (since last show)", 400)]
+def test_port_stats_cut_short_is_an_error() -> None:
     with pytest.raises(BenchError, match="port 1: no rx_pps, tx_pps"):
-        parse_port_stats(cut)
-    assert parse_port_stats("testpmd> ") == {}
+        port_stats(COUNTERS)
+    with pytest.raises(BenchError, match="port 1: no tx_bytes"):
+        port_stats(COUNTERS.replace("TX-bytes", "TX-octets") + RATES)
+    assert port_stats("testpmd> ") == {}
 
 
 def test_parse_probed() -> None:
@@ -109,6 +102,10 @@ def test_window_figures_rejects_bad_windows() -> None:
         window_figures({0: stats(0, 0)}, {0: stats(9, 9)}, 5.0)
     with pytest.raises(BenchError, match="window of 0"):
         window_figures(zero, zero, 0.0)
+    # statistics without testpmd's rates (port_stats() asks for them)
+    no_rates = {0: dataclasses.replace(stats(50, 50), rx_pps=None), 1: stats(50, 50)}
+    with pytest.raises(BenchError, match="no Rx-pps"):
+        window_figures(zero, no_rates, 5.0, flight=64)
     # port 0 sent 1000 that port 1 never counted: more than the 64 in flight + 1% of 1000
     with pytest.raises(BenchError, match="disagree by 1000"):
         window_figures({0: stats(0, 0), 1: stats(0, 0)}, {0: stats(500, 1500), 1: stats(500, 500)}, 5.0, flight=64)

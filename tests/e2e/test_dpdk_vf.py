@@ -48,9 +48,9 @@ from conftest import TIMINGS
 from ixgbe_testlib.netcheck import device_problems, format_records
 from ixgbe_testlib.parsers import KmsgRecord
 from ixgbe_testlib.sysguest import Lab, RootfsImage, SystemdVM, ixgbe_wire, pick_accel
-from ixgbe_testlib.testpmd import Testpmd
+from ixgbe_testlib.testpmd import Testpmd, parse_port_stats
 from ixgbe_testlib.vmreport import remember_vm
-from test_dpdk_pmd import HostCapture, frame_octets, host_send, parse_port_info, parse_port_stats
+from test_dpdk_pmd import HostCapture, frame_octets, host_send, parse_port_info
 
 VCPUS = 2  # testpmd: a main lcore and one forwarding lcore
 MEMORY_MB = 2048

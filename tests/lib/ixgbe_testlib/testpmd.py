@@ -1,16 +1,67 @@
 """dpdk-testpmd in interactive mode in a systemd guest: started with its
 commands written into a FIFO and its output in a log file, for the e2e
 tests (tests/e2e/test_dpdk_*.py) and the DPDK benchmark
-(tests/bench/dpdkbench.py)."""
+(tests/bench/dpdkbench.py); and the parser of its port statistics, which
+both read (tested without a VM by tests/e2e/test_testpmd_parsers.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 from collections.abc import Callable, Sequence
 
 from ixgbe_testlib.errors import GuestError
 from ixgbe_testlib.sysguest import SystemdVM
+
+
+@dataclasses.dataclass(frozen=True)
+class PortStats:
+    """One port's block of `show port stats all`."""
+
+    rx_packets: int
+    rx_missed: int
+    rx_bytes: int
+    rx_errors: int
+    rx_nombuf: int
+    tx_packets: int
+    tx_errors: int
+    tx_bytes: int
+    # testpmd's own rates since the previous `show port stats` of the port
+    # (its "Throughput (since last show)" lines): both, or None
+    rx_pps: int | None = None
+    tx_pps: int | None = None
+
+
+_COUNTERS = {
+    "RX-packets": "rx_packets", "RX-missed": "rx_missed", "RX-bytes": "rx_bytes", "RX-errors": "rx_errors",
+    "RX-nombuf": "rx_nombuf", "TX-packets": "tx_packets", "TX-errors": "tx_errors", "TX-bytes": "tx_bytes",
+}  # fmt: skip
+_RATES = {"Rx-pps": "rx_pps", "Tx-pps": "tx_pps"}
+_KEYS = _COUNTERS | _RATES
+
+
+def parse_port_stats(text: str, rates: bool = False) -> dict[int, PortStats]:
+    """`show port stats all` -> {port: counters}. A block that lacks a
+    counter (output cut short) is an error; so is one without testpmd's
+    rates (Rx-pps and Tx-pps) when `rates` asks for them. Otherwise a
+    block has its rates only if it has both."""
+    parts = re.split(r"^.*NIC statistics for port (\d+)\b.*$", text, flags=re.MULTILINE)
+    out: dict[int, PortStats] = {}
+    for i in range(1, len(parts) - 1, 2):
+        port, block = int(parts[i]), parts[i + 1]
+        values: dict[str, int] = {}
+        for k, v in re.findall(r"([RT][Xx]-[a-z]+):\s+(\d+)", block):
+            if k in _KEYS:
+                values.setdefault(_KEYS[k], int(v))
+        wanted = set(_COUNTERS.values()) | (set(_RATES.values()) if rates else set())
+        missing = sorted(wanted - set(values))
+        if missing:
+            raise GuestError(f"port {port}: no {', '.join(missing)} in testpmd's statistics:\n{block.strip()}")
+        if not set(_RATES.values()) <= set(values):
+            values = {k: v for k, v in values.items() if k not in _RATES.values()}
+        out[port] = PortStats(**values)
+    return out
 
 
 class Testpmd:
