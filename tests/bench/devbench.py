@@ -67,6 +67,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from benchargs import check_ranges, choose_models
 from benchlib import BenchError, Summary, host_facts, sha256_file
 from devbenchlib import (
     DESC,
@@ -1094,8 +1095,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     a.packets = a.packets if a.packets is not None else (4096 if a.quick else 16384)
     a.cg_packets = a.cg_packets if a.cg_packets is not None else (512 if a.quick else 2048)
     a.cg_reps = a.cg_reps if a.cg_reps is not None else (1 if a.quick else 2)
-    if not 1 <= a.reps <= 50:
-        p.error(f"--reps must be 1..50, got {a.reps}")
+    check_ranges(p, a, ("reps", 1, 50))
     if a.ring < 16 or a.ring % 8 or a.ring > 4096:
         p.error(f"--ring must be a multiple of 8 in 16..4096, got {a.ring}")
     if a.burst < 1 or a.ring % a.burst or a.burst >= a.ring:
@@ -1107,12 +1107,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
             p.error(f"--{name.replace('_', '-')} must be a multiple of --burst, got {v}")
     if a.packets % a.chunk:
         p.error(f"--packets must be a multiple of --chunk, got {a.packets} and {a.chunk}")
-    if not 1000 <= a.rate <= 100_000_000:
-        p.error(f"--rate must be 1000..100000000, got {a.rate}")
-    if not 0 <= a.itr_us <= 1000:
-        p.error(f"--itr-us must be 0..1000, got {a.itr_us}")
-    if not 0 <= a.ixgbe_rx_wthresh <= 127:
-        p.error(f"--ixgbe-rx-wthresh must be 0..127, got {a.ixgbe_rx_wthresh}")
+    check_ranges(p, a, ("rate", 1000, 100_000_000), ("itr_us", 0, 1000), ("ixgbe_rx_wthresh", 0, 127))
     try:
         sizes = [int(s) for s in a.sizes.split(",") if s.strip()]
     except ValueError:
@@ -1123,13 +1118,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     if not dirs or any(d not in ("tx", "rx") for d in dirs):
         p.error(f"--directions must be tx and/or rx, got {a.directions!r}")
     a.cells = [Cell(d, s) for d in dict.fromkeys(dirs) for s in dict.fromkeys(sizes)]
-    chosen = [m.strip() for m in a.models.split(",") if m.strip()]
-    unknown = [m for m in chosen if m not in MODELS]
-    if unknown:
-        p.error(f"unknown model(s) {unknown}; choose from {list(MODEL_NAMES)}")
-    if SUBJECT not in chosen:
-        chosen.insert(0, SUBJECT)
-    a.models = list(dict.fromkeys(chosen))
+    a.models = choose_models(p, a.models, MODEL_NAMES, SUBJECT)
     return a
 
 

@@ -45,6 +45,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchargs import check_ranges, choose_models
 from benchlib import BenchError, host_facts, sha256_file
 from devbench import Bed, QemuProc, build_dir, snapshot_qemu, MAX_DEVICES, MEMORY
 from devbenchlib import (
@@ -211,19 +212,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         p.error(f"bad --copies {copies!r}")
     if len(a.copies) < 2 or a.copies[0] < 0 or a.copies[-1] > MAX_DEVICES:
         p.error(f"--copies needs two or more counts in 0..{MAX_DEVICES}, got {copies!r}")
-    if not 1 <= a.starts <= 50:
-        p.error(f"--starts must be 1..50, got {a.starts}")
-    if not 0 <= a.heap_starts <= 10:
-        p.error(f"--heap-starts must be 0..10, got {a.heap_starts}")
+    check_ranges(p, a, ("starts", 1, 50), ("heap_starts", 0, 10))
     if a.frames < BURST or a.frames % BURST:
         p.error(f"--frames must be a positive multiple of {BURST}, got {a.frames}")
-    chosen = [m.strip() for m in a.models.split(",") if m.strip()]
-    unknown = [m for m in chosen if m not in MEM_DEVICES]
-    if unknown:
-        p.error(f"unknown model(s) {unknown}; choose from {list(MEM_MODEL_NAMES)}")
-    if SUBJECT not in chosen:
-        chosen.insert(0, SUBJECT)
-    a.models = list(dict.fromkeys(chosen))
+    a.models = choose_models(p, a.models, MEM_MODEL_NAMES, SUBJECT)
     return a
 
 

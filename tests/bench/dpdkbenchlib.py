@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from benchargs import check_ranges, choose_models
 from benchlib import BenchError, Row, Summary, ratio, ratio_table, summarize
 from ixgbe_testlib.errors import GuestError
 from ixgbe_testlib.testpmd import PortStats, parse_port_stats
@@ -84,26 +85,20 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     args.seconds = args.seconds if args.seconds is not None else (3 if args.quick else 10)
     args.warmup = args.warmup if args.warmup is not None else (2 if args.quick else 3)
     args.trace_seconds = args.trace_seconds if args.trace_seconds is not None else (2 if args.quick else 3)
-    for name, lo, hi in (
+    check_ranges(
+        p,
+        args,
         ("reps", 1, 50),
         ("seconds", 1, 300),
         ("warmup", 0, 120),
         ("tx_bursts", 1, 16),
         ("trace_seconds", 0, 60),
-    ):
-        v = getattr(args, name)
-        if not lo <= v <= hi:
-            p.error(f"--{name.replace('_', '-')} must be between {lo} and {hi}, got {v}")
+    )
     known = {m.name: m for m in MODELS}
-    chosen = [n.strip() for n in args.models.split(",") if n.strip()]
-    unknown = [n for n in chosen if n not in known]
-    if unknown:
-        p.error(f"unknown model(s) {unknown}; choose from {sorted(known)}")
-    if SUBJECT not in chosen:
-        chosen.insert(0, SUBJECT)
-    if len(set(chosen)) < 2:
+    chosen = choose_models(p, args.models, list(known), SUBJECT)
+    if len(chosen) < 2:
         p.error("--models needs a model to compare ixgbe with")
-    args.models = [known[n] for n in dict.fromkeys(chosen)]
+    args.models = [known[n] for n in chosen]
     return args
 
 

@@ -53,6 +53,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchargs import check_ranges, choose, choose_models
 from benchlib import (
     BenchError,
     CpuSnapshot,
@@ -848,23 +849,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     args = p.parse_args(argv)
     args.reps = args.reps if args.reps is not None else (3 if args.quick else 5)
     args.seconds = args.seconds if args.seconds is not None else (2 if args.quick else 5)
-    if not 1 <= args.reps <= 50:
-        p.error(f"--reps must be between 1 and 50, got {args.reps}")
-    if not 1 <= args.seconds <= 120:
-        p.error(f"--seconds must be between 1 and 120, got {args.seconds}")
+    check_ranges(p, args, ("reps", 1, 50), ("seconds", 1, 120))
     known = {m.name: m for m in MODELS}
-    chosen = [n.strip() for n in args.models.split(",") if n.strip()]
-    unknown = [n for n in chosen if n not in known]
-    if unknown:
-        p.error(f"unknown model(s) {unknown}; choose from {sorted(known)}")
-    if SUBJECT not in chosen:
-        chosen.insert(0, SUBJECT)
-    args.models = [known[n] for n in dict.fromkeys(chosen)]
-    known_w = {w.name: w for w in WORKLOADS}
-    chosen_w = [n.strip() for n in args.workloads.split(",") if n.strip()]
-    unknown = [n for n in chosen_w if n not in known_w]
-    if unknown:
-        p.error(f"unknown workload(s) {unknown}; choose from {[w.name for w in WORKLOADS]}")
+    args.models = [known[n] for n in choose_models(p, args.models, list(known), SUBJECT)]
+    chosen_w = choose(p, args.workloads, [w.name for w in WORKLOADS], "workload")
     if not chosen_w:
         p.error("--workloads names no workload")
     # in the table's order, whatever the order given
