@@ -117,7 +117,7 @@ static uint64_t ixgbe_mmio_read(void *opaque, hwaddr addr, unsigned size)
 {
     IxgbeState *s = opaque;
 
-    return ixgbe_core_read(&s->core, addr, size);
+    return ixgbe_bar_read(&s->core, -1, addr);
 }
 
 static void ixgbe_mmio_write(void *opaque, hwaddr addr, uint64_t val,
@@ -125,7 +125,7 @@ static void ixgbe_mmio_write(void *opaque, hwaddr addr, uint64_t val,
 {
     IxgbeState *s = opaque;
 
-    ixgbe_core_write(&s->core, addr, val, size);
+    ixgbe_bar_write(&s->core, -1, addr, val, true);
 }
 
 static const MemoryRegionOps ixgbe_mmio_ops = {
@@ -146,7 +146,7 @@ static uint64_t ixgbe_io_read(void *opaque, hwaddr addr, unsigned size)
     case IXGBE_IOADDR:
         return s->ioaddr;
     case IXGBE_IODATA:
-        return ixgbe_core_read(&s->core, s->ioaddr, 4);
+        return ixgbe_bar_read(&s->core, -1, s->ioaddr);
     default:
         return 0;
     }
@@ -162,7 +162,7 @@ static void ixgbe_io_write(void *opaque, hwaddr addr, uint64_t val,
         s->ioaddr = val & (IXGBE_MMIO_SIZE - 4);
         break;
     case IXGBE_IODATA:
-        ixgbe_core_write(&s->core, s->ioaddr, val, 4);
+        ixgbe_bar_write(&s->core, -1, s->ioaddr, val, false);
         break;
     default:
         break;
@@ -314,10 +314,13 @@ static void ixgbe_pci_realize(PCIDevice *d, Error **errp)
 
     memory_region_init_io(&s->mmio, OBJECT(s), &ixgbe_mmio_ops, s,
                           "ixgbe-mmio", IXGBE_MMIO_SIZE);
+    ixgbe_coalesce_add_zones(&s->mmio, false);
     pci_register_bar(d, IXGBE_MMIO_BAR, PCI_BASE_ADDRESS_MEM_TYPE_64,
                      &s->mmio);
     memory_region_init_io(&s->io, OBJECT(s), &ixgbe_io_ops, s,
                           "ixgbe-io", IXGBE_IO_SIZE);
+    /* I/O ports are never coalesced, but the writes before them apply first */
+    memory_region_set_flush_coalesced(&s->io);
     pci_register_bar(d, IXGBE_IO_BAR, PCI_BASE_ADDRESS_SPACE_IO, &s->io);
     memory_region_init(&s->msix, OBJECT(s), "ixgbe-msix", IXGBE_MSIX_SIZE);
     pci_register_bar(d, IXGBE_MSIX_BAR, PCI_BASE_ADDRESS_MEM_TYPE_64,
@@ -664,6 +667,8 @@ static const VMStateDescription ixgbe_vmstate = {
 static const Property ixgbe_properties[] = {
     DEFINE_NIC_PROPERTIES(IxgbeState, conf),
     DEFINE_PROP_ON_OFF_AUTO("sriov", IxgbeState, sriov, ON_OFF_AUTO_AUTO),
+    DEFINE_PROP_BOOL("x-defer-coalesced", IxgbeState, core.coalesce.defer,
+                     false),
 };
 
 static char *ixgbe_get_sfp(Object *obj, Error **errp)

@@ -1130,6 +1130,7 @@ static void ixgbe_soft_reset(IxgbeCore *core)
 
 void ixgbe_core_reset(IxgbeCore *core)
 {
+    ixgbe_coalesce_reset(core);
     ixgbe_reset_state(core);
     if (core->intx_level) {
         core->intx_level = false;
@@ -1150,14 +1151,16 @@ void ixgbe_core_set_link_status(IxgbeCore *core)
 
 /*
  * The VM stops (before a migration's last pass over RAM, or a snapshot):
- * descriptors whose write-back WTHRESH holds are written now, so that the
- * RAM that is saved has them.
+ * register writes still queued are applied, and descriptors whose
+ * write-back WTHRESH holds are written now, so that the state and the RAM
+ * that are saved have them.
  */
 static void ixgbe_vm_state_change(void *opaque, bool running, RunState state)
 {
     IxgbeCore *core = opaque;
 
     if (!running) {
+        ixgbe_coalesce_flush(core);
         ixgbe_rx_flush_all(core, false);
     }
 }
@@ -1178,6 +1181,7 @@ void ixgbe_core_realize(IxgbeCore *core, PCIDevice *owner, NICState *nic,
     ixgbe_datapath_init(core);
     ixgbe_fdir_init(core);
     ixgbe_sriov_realize(core);
+    ixgbe_coalesce_realize(core);
     core->vm_state = qemu_add_vm_change_state_handler(ixgbe_vm_state_change,
                                                       core);
 }
@@ -1193,6 +1197,7 @@ void ixgbe_core_unrealize(IxgbeCore *core)
     ixgbe_datapath_uninit(core);
     ixgbe_fdir_uninit(core);
     ixgbe_sriov_unrealize(core);
+    ixgbe_coalesce_unrealize(core);
 }
 
 /*

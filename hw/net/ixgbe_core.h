@@ -12,6 +12,7 @@
 #include "qemu/timer.h"
 #include "ixgbe_regs.h"
 #include "ixgbe_sfp.h"
+#include "ixgbe_coalesce.h"
 
 #define IXGBE_NUM_REGS      (IXGBE_MMIO_SIZE / 4)
 /* Descriptors fetched from a TX ring with one DMA read */
@@ -129,6 +130,7 @@ struct IxgbeCore {
     IxgbePtp ptp;
     IxgbeSfp sfp;               /* media, SFP+ module, I2C (ixgbe_sfp.c) */
     IxgbeFdir *fdir;            /* Flow Director filter table */
+    IxgbeCoalesce coalesce;     /* writes KVM may queue (ixgbe_coalesce.c) */
 
     IxgbeVf vf[IXGBE_MAX_VFS];
     /* VTEITR interval timers; not cleared with the VF's registers */

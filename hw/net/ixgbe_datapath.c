@@ -1596,8 +1596,10 @@ ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
                          int iovcnt, bool loopback)
 {
     bool local;
+    ssize_t ret = ixgbe_rx_frame(core, iov, iovcnt, loopback, -1, &local);
 
-    return ixgbe_rx_frame(core, iov, iovcnt, loopback, -1, &local);
+    ixgbe_coalesce_rx_wait(core, ret == 0);
+    return ret;
 }
 
 /* The internal switch: true if a unicast frame stayed local */

@@ -51,7 +51,7 @@ static uint64_t ixgbevf_mmio_read(void *opaque, hwaddr addr, unsigned size)
 {
     PCIDevice *d = opaque;
 
-    return ixgbe_vf_read(ixgbevf_core(d), pcie_sriov_vf_number(d), addr);
+    return ixgbe_bar_read(ixgbevf_core(d), pcie_sriov_vf_number(d), addr);
 }
 
 static void ixgbevf_mmio_write(void *opaque, hwaddr addr, uint64_t val,
@@ -59,7 +59,8 @@ static void ixgbevf_mmio_write(void *opaque, hwaddr addr, uint64_t val,
 {
     PCIDevice *d = opaque;
 
-    ixgbe_vf_write(ixgbevf_core(d), pcie_sriov_vf_number(d), addr, val);
+    ixgbe_bar_write(ixgbevf_core(d), pcie_sriov_vf_number(d), addr, val,
+                    true);
 }
 
 static const MemoryRegionOps ixgbevf_mmio_ops = {
@@ -94,6 +95,7 @@ static void ixgbevf_pci_realize(PCIDevice *d, Error **errp)
 
     memory_region_init_io(&s->mmio, OBJECT(d), &ixgbevf_mmio_ops, d,
                           "ixgbevf-mmio", IXGBE_VF_MMIO_SIZE);
+    ixgbe_coalesce_add_zones(&s->mmio, true);
     pci_register_bar(d, IXGBEVF_MMIO_BAR, PCI_BASE_ADDRESS_MEM_TYPE_64 |
                      PCI_BASE_ADDRESS_MEM_PREFETCH, &s->mmio);
     memory_region_init(&s->msix, OBJECT(d), "ixgbevf-msix",
