@@ -6,7 +6,7 @@
 #
 #   scripts/bench.sh [--kernel 6.1|6.12] [--quick] [--reps N] [--seconds S]
 #                    [--models ixgbe,igb,e1000e,virtio-net] [--workloads LIST]
-#                    [--out-dir DIR]
+#                    [--trace-seconds S] [--out-dir DIR]
 #   scripts/bench.sh --device-model [--quick] [OPTIONS]
 #   scripts/bench.sh --dpdk [--quick] [OPTIONS]
 #
@@ -42,6 +42,10 @@
 #                  vf-vf-tcp, vf-wire-tcp (default: all); the vf-* ones run
 #                  on the models with SR-IOV VFs (ixgbe, igb), the others
 #                  show "no VFs" there
+#   --trace-seconds S
+#                  length of one more b2b-tcp run per model with QEMU's MMIO
+#                  trace on: register accesses per frame, and those that
+#                  would exit under KVM (default 3, --quick 2; 0: none)
 #   --out-dir DIR  results directory (default $BUILD_DIR/bench)
 #
 # Output: $BUILD_DIR/bench/nicbench-<time>-<kernel>-<mode>.{json,txt}, copied
@@ -151,13 +155,13 @@ kernel=6.1
 args=()
 while (($#)); do
     case "$1" in
-    --kernel | --reps | --seconds | --models | --workloads | --out-dir)
+    --kernel | --reps | --seconds | --models | --workloads | --trace-seconds | --out-dir)
         (($# >= 2)) || bad_usage "$1 needs a value"
         if [[ "$1" == --kernel ]]; then kernel=$2; fi
         args+=("$1" "$2")
         shift 2
         ;;
-    --kernel=* | --reps=* | --seconds=* | --models=* | --workloads=* | --out-dir=*)
+    --kernel=* | --reps=* | --seconds=* | --models=* | --workloads=* | --trace-seconds=* | --out-dir=*)
         if [[ "$1" == --kernel=* ]]; then kernel=${1#*=}; fi
         args+=("$1")
         shift

@@ -25,7 +25,10 @@ window's host time), testpmd's own Rx-pps (its clock, same interval), the
 other side's counters as a cross-check, and the QEMU process's CPU time
 (host /proc). Then one extra window per model with QEMU's
 memory_region_ops_read/write trace on (QMP trace-event-set-state): register
-accesses, tail writes per packet.
+accesses, tail writes per packet, and the accesses that would exit to QEMU
+under KVM: reads, and writes outside the ranges the device registered as
+coalesced MMIO (its ixgbe_coalesced_zone trace, on from the command line;
+tests/bench/mmiotrace.py).
 
 Run through scripts/bench.sh --dpdk; `python3 tests/bench/dpdkbench.py --help`.
 """
@@ -50,7 +53,6 @@ from benchlib import BenchError, cpu_delta, host_facts, sha256_file
 from dpdkbenchlib import (
     SUBJECT,
     Model,
-    count_mmio,
     in_flight,
     mmio_figures,
     parse_args,
@@ -67,6 +69,7 @@ from ixgbe_testlib.host import build_dir, has_device, qemu_binary
 from ixgbe_testlib.nicargs import dgram_netdev, mac_address, nic_args
 from ixgbe_testlib.sysguest import RootfsImage, SystemdVM, pick_accel, rootfs_image
 from ixgbe_testlib.testpmd import PortStats, Testpmd
+from mmiotrace import MMIO_EVENTS, ZONE_EVENT, count_mmio, format_top, parse_zones
 from nicbench import cpu_snapshot, find_qemu_pid, loadavg, snapshot_qemu
 
 log = logging.getLogger("dpdkbench")
@@ -75,7 +78,6 @@ VCPUS = 2
 MEMORY_MB = 2048
 HUGEPAGES = 256  # 2 MiB pages
 DESCRIPTORS = 512  # RX and TX ring size of every port, same for every model
-TRACE_EVENTS = ("memory_region_ops_read", "memory_region_ops_write")
 
 
 @dataclasses.dataclass
@@ -106,8 +108,10 @@ class DpdkGuest:
 
     def _args(self, d: Path) -> list[str]:
         dev = self.model.device
+        # the device's coalesced ranges are announced at realize: only the
+        # command line can turn their trace event on in time
         return (
-            ["-cpu", "max"]
+            ["-cpu", "max", "-trace", ZONE_EVENT]
             + nic_args(dev, "w0", 0, mac_address(0))
             + nic_args(dev, "w1", 1, mac_address(1))
             + dgram_netdev("w0", d / "wa", d / "wb")
@@ -185,26 +189,29 @@ class DpdkGuest:
         return window_figures(a.stats, b.stats, b.wall - a.wall, cpu, in_flight(self.tx_bursts))
 
     def trace_window(self, seconds: float) -> dict[str, Any]:
-        """A window with the MMIO trace on: register accesses per packet."""
+        """A window with the MMIO trace on: register accesses per packet, and
+        those that would exit under KVM (the coalesced ranges the device
+        announced at realize, in the log before the window)."""
         vm = self.guest
         a = self.stamp()
         start = vm.debug_log.stat().st_size if vm.debug_log.exists() else 0
-        for ev in TRACE_EVENTS:
+        for ev in MMIO_EVENTS:
             vm.qmp("trace-event-set-state", name=ev, enable=True)
         t0 = time.monotonic()
         time.sleep(seconds)
-        for ev in TRACE_EVENTS:
+        for ev in MMIO_EVENTS:
             vm.qmp("trace-event-set-state", name=ev, enable=False)
         t1 = time.monotonic()
         b = self.stamp()
         with vm.debug_log.open("rb") as fh:
-            fh.seek(start)
+            head = fh.read(start).decode(errors="replace")
             text = fh.read().decode(errors="replace")
         # the packets forwarded while the trace was on, at the rate of the
         # whole window (its stats are read before and after, with it off)
         fig = window_figures(a.stats, b.stats, b.wall - a.wall, None, in_flight(self.tx_bursts))
         packets = round(fig["fwd_pps"] * (t1 - t0))
-        out = mmio_figures(count_mmio(text, {self.model.mmio_region: self.model.bar_size}), self.model, packets)
+        counts = count_mmio(text, {self.model.mmio_region: self.model.bar_size})
+        out = mmio_figures(counts, self.model, packets, parse_zones(head))
         out["trace_fwd_pps"] = fig["fwd_pps"]
         out["trace_seconds"] = t1 - t0
         return out
@@ -350,9 +357,10 @@ def main(argv: Sequence[str]) -> int:
                     g.pause()
                     t = traces[g.model.name]
                     log.info(
-                        "trace %-7s %.3f NIC writes, %.3f reads, %.3f TX / %.3f RX tail writes per packet",
+                        "trace %-7s %.3f NIC writes, %.3f reads, %.3f TX / %.3f RX tail writes, "
+                        "%.3f KVM exits per packet",
                         g.model.name, t["nic_writes_per_pkt"], t["nic_reads_per_pkt"],
-                        t["tx_tail_writes_per_pkt"], t["rx_tail_writes_per_pkt"],
+                        t["tx_tail_writes_per_pkt"], t["rx_tail_writes_per_pkt"], t["nic_exits_per_pkt"],
                     )  # fmt: skip
                 except (GuestError, HarnessError, BenchError, OSError) as exc:
                     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -388,6 +396,11 @@ def main(argv: Sequence[str]) -> int:
                 f"{m}: port counters agree within {100 * cross:.3f}% (one port's TX vs the other's RX), "
                 f"{lost:.0f} packets lost, testpmd's own rate / ours {min(tp):.3f}-{max(tp):.3f}"
             )
+    for m, t in traces.items():
+        region = next(x.mmio_region for x in args.models if x.name == m)
+        notes.append(
+            f"{m}: busiest registers in the trace window, per packet: {format_top(t['top_registers'], region)}"
+        )
     for m, err in qemu_stderr.items():
         if err:
             notes.append(f"{m}: QEMU wrote to stderr: {err.splitlines()[0]}")

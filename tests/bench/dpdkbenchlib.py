@@ -1,7 +1,8 @@
 """The pure parts of the DPDK forwarding benchmark (tests/bench/dpdkbench.py):
 its options, testpmd's port statistics (read by ixgbe_testlib.testpmd's
 parser, shared with the e2e tests), the figures of one measured window,
-the count of MMIO accesses in a QEMU trace, the tables and the verdict.
+the MMIO figures of a traced window (counted by tests/bench/mmiotrace.py),
+the tables and the verdict.
 
 No VM, no I/O: everything here is tested by tests/bench/test_dpdkbenchlib.py.
 """
@@ -18,6 +19,7 @@ from benchargs import check_ranges, choose_models
 from benchlib import BenchError, Row, Summary, ratio, ratio_table, summarize
 from ixgbe_testlib.errors import GuestError
 from ixgbe_testlib.testpmd import PortStats, parse_port_stats
+from mmiotrace import MmioCounts, nic_figures, top_registers
 
 SUBJECT = "ixgbe"
 TARGET_RATIO = 2.0  # the performance goal: ixgbe forwards at least twice igb's packets per second
@@ -197,64 +199,27 @@ def window_figures(
 
 
 # ----------------------------------------------------------- MMIO traces
-_TRACE = re.compile(
-    r"memory_region_ops_(read|write) cpu -?\d+ mr \S+ addr (0x[0-9a-fA-F]+) value \S+ size \d+ name '([^']*)'"
-)
-
-
-@dataclasses.dataclass
-class MmioCounts:
-    """MMIO accesses seen in a QEMU log with the memory_region_ops_* traces."""
-
-    by_region: dict[str, dict[str, int]]  # region name -> {"read": n, "write": n}
-    by_register: dict[tuple[str, str, int], int]  # (region, "read"/"write", offset) -> n
-
-    def total(self, region: str, op: str) -> int:
-        return self.by_region.get(region, {}).get(op, 0)
-
-    def at(self, region: str, op: str, offsets: Sequence[int]) -> int:
-        return sum(self.by_register.get((region, op, off), 0) for off in offsets)
-
-
-def count_mmio(text: str, bar_sizes: Mapping[str, int] | None = None) -> MmioCounts:
-    """Count the accesses per region and register. Under TCG the trace gives
-    guest-physical addresses; for the regions in `bar_sizes` (name -> size of
-    the BAR, whose base is aligned to its size) registers are counted by
-    their offset in the BAR, so those of several ports add up."""
-    sizes = bar_sizes or {}
-    by_region: dict[str, dict[str, int]] = {}
-    by_register: dict[tuple[str, str, int], int] = {}
-    for op, addr, name in _TRACE.findall(text):
-        r = by_region.setdefault(name, {"read": 0, "write": 0})
-        r[op] += 1
-        off = int(addr, 16)
-        if name in sizes:
-            off %= sizes[name]
-        key = (name, op, off)
-        by_register[key] = by_register.get(key, 0) + 1
-    return MmioCounts(by_region, by_register)
-
-
-def mmio_figures(counts: MmioCounts, model: Model, packets: int) -> dict[str, Any]:
+def mmio_figures(
+    counts: MmioCounts, model: Model, packets: int, zones: Mapping[str, Sequence[tuple[int, int]]] | None = None
+) -> dict[str, Any]:
     """Per forwarded packet: accesses to the NIC's BAR 0 (reads, writes,
+    those that would exit under KVM given the device's coalesced `zones`,
     tail writes), and to every region (the guest's timers, APIC, ... which
     under TCG are as slow a path as the NIC's registers)."""
     if packets <= 0:
         raise BenchError("no packets forwarded in the trace window")
     reg = model.mmio_region
+    z = zones or {}
     out: dict[str, Any] = {
         "packets": packets,
-        "nic_reads_per_pkt": counts.total(reg, "read") / packets,
-        "nic_writes_per_pkt": counts.total(reg, "write") / packets,
+        **nic_figures(counts, z, reg, packets),
         "rx_tail_writes_per_pkt": counts.at(reg, "write", model.rx_tail) / packets,
         "tx_tail_writes_per_pkt": counts.at(reg, "write", model.tx_tail) / packets,
         "all_mmio_per_pkt": sum(r["read"] + r["write"] for r in counts.by_region.values()) / packets,
     }
-    top = sorted(counts.by_register.items(), key=lambda kv: (-kv[1], kv[0]))[:8]
-    out["top_registers"] = [
-        {"region": n, "op": op, "offset": f"0x{off:05x}", "per_pkt": c / packets} for (n, op, off), c in top
-    ]
+    out["top_registers"] = top_registers(counts, z, packets)
     out["by_region"] = counts.by_region
+    out["coalesced_zones"] = {reg: [[base, size] for base, size in z.get(reg, ())]}
     return out
 
 
@@ -277,6 +242,7 @@ METRICS = (
 TRACE_METRICS = (
     Metric("nic_writes_per_pkt", "NIC register writes/packet"),
     Metric("nic_reads_per_pkt", "NIC register reads/packet"),
+    Metric("nic_exits_per_pkt", "NIC accesses that would exit under KVM/packet"),
     Metric("tx_tail_writes_per_pkt", "  TX tail writes/packet"),
     Metric("rx_tail_writes_per_pkt", "  RX tail writes/packet"),
     Metric("all_mmio_per_pkt", "all MMIO accesses/packet"),

@@ -30,6 +30,16 @@ the IRQs of the PCI functions (ports, VFs) that carry the traffic), the
 interface counters, and the CPU time of the QEMU process (host
 /proc/<pid>/stat and per thread).
 
+After a model's samples of b2b-tcp, one more run of it (--trace-seconds)
+with QEMU's memory_region_ops_read/write trace on (QMP
+trace-event-set-state, into the VM's -D log): the model's register reads and
+writes per frame on the wire, and the accesses that would exit to QEMU under
+KVM: reads, and writes outside the ranges the device registered as
+coalesced MMIO (announced by its ixgbe_coalesced_zone trace, on from the
+command line; igb and e1000e register none; tests/bench/mmiotrace.py).
+virtio-net is not counted: its registers are spread over several regions
+and its queue notifications go to an ioeventfd under KVM.
+
 Run through scripts/bench.sh; `python3 tests/bench/nicbench.py --help`.
 """
 
@@ -49,7 +59,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +92,17 @@ from ixgbe_testlib.iperf3 import HostIperf3Server
 from ixgbe_testlib.netcheck import device_problems, format_records
 from ixgbe_testlib.nicargs import dgram_netdev, mac_address, nic_args, user_netdev
 from ixgbe_testlib.vm import VM, choose_accel, load_driver
+from mmiotrace import (
+    MMIO_EVENTS,
+    ZONE_EVENT,
+    MmioCounts,
+    Zones,
+    count_mmio,
+    format_top,
+    nic_figures,
+    parse_zones,
+    top_registers,
+)
 
 log = logging.getLogger("bench")
 
@@ -94,14 +115,18 @@ class Model:
     device: str  # -device
     driver: str  # Linux driver
     vf_driver: str = ""  # Linux driver of its SR-IOV VFs ("": the model has none)
+    mmio_region: str = ""  # BAR 0's MemoryRegion in the memory_region_ops_* traces ("": not counted)
+    bar_size: int = 128 * 1024  # BAR 0's size (its base is aligned to it)
 
 
 MODELS = (
-    Model("ixgbe", "ixgbe", "ixgbe", "ixgbevf"),
-    Model("igb", "igb", "igb", "igbvf"),
-    Model("e1000e", "e1000e", "e1000e"),
+    Model("ixgbe", "ixgbe", "ixgbe", "ixgbevf", mmio_region="ixgbe-mmio"),
+    Model("igb", "igb", "igb", "igbvf", mmio_region="igb-mmio"),
+    Model("e1000e", "e1000e", "e1000e", mmio_region="e1000e-mmio"),
     Model("virtio-net", "virtio-net-pci", "virtio_net"),
 )
+TRACED_WORKLOAD = "b2b-tcp"  # the workload of the trace run: bulk TCP, both NICs send and receive
+NOT_COUNTED = "not counted"  # the cell of a model whose register accesses are not counted
 
 
 @dataclasses.dataclass(frozen=True)
@@ -253,8 +278,11 @@ class NicGuest:
 
     def _args(self, d: Path) -> list[str]:
         dev = self.model.device
+        # the device's coalesced ranges are announced at realize: only the
+        # command line can turn their trace event on in time
         args = (
-            nic_args(dev, "n0", 0, mac_address(0))
+            ["-trace", ZONE_EVENT]
+            + nic_args(dev, "n0", 0, mac_address(0))
             + user_netdev("n0")
             + nic_args(dev, "w0", 1, mac_address(1))
             + nic_args(dev, "w1", 2, mac_address(2))
@@ -542,6 +570,27 @@ class NicGuest:
             raise GuestError(f"{self.model.name} {w.name}: guest command failed (rc={r.rc}):\n{r.stdout}")
         return c0, c1
 
+    def trace_run(self, w: Workload, seconds: int, host_port: int) -> tuple[Sample, dict[str, Any]]:
+        """One more run of a workload with the MMIO trace on: its sample
+        (rep -1) and its register accesses per frame (trace_figures)."""
+        vm = self.guest
+        start = vm.debug_log.stat().st_size if vm.debug_log.exists() else 0
+        for ev in MMIO_EVENTS:
+            vm.qmp("trace-event-set-state", name=ev, enable=True)
+        try:
+            cpus = self.measure(w, seconds, host_port, "trace")
+        finally:
+            for ev in MMIO_EVENTS:
+                vm.qmp("trace-event-set-state", name=ev, enable=False)
+        s = evaluate(self, w, -1, cpus, self.fetch(["trace"])["trace"])
+        if not s.ok:
+            raise BenchError(s.error)
+        with vm.debug_log.open("rb") as fh:
+            head = fh.read(start).decode(errors="replace")
+            text = fh.read().decode(errors="replace")
+        counts = count_mmio(text, {self.model.mmio_region: self.model.bar_size})
+        return s, trace_figures(counts, parse_zones(head), self.model, s.figures)
+
     def fetch(self, tags: Sequence[str]) -> dict[str, dict[str, str]]:
         """The files the measurements left in the guest (then deleted); also
         checks that no port's IRQs changed since setup (a driver reset could
@@ -777,6 +826,77 @@ def ratios(summ: dict[str, dict[str, dict[str, Summary]]], models: Sequence[str]
     return out
 
 
+# ------------------------------------------------------- the trace run
+def trace_figures(counts: MmioCounts, zones: Zones, model: Model, figures: Mapping[str, float]) -> dict[str, Any]:
+    """Per frame on the wire (`figures`: the trace run's sample_figures;
+    each frame is sent by one of the two ports and received by the other):
+    the model's register reads, writes and accesses that would exit under
+    KVM (mmiotrace.nic_figures), its interrupts, and its busiest registers."""
+    frames = int(figures.get("frames", 0))
+    if frames <= 0:
+        raise BenchError("no frames on the wire in the trace run")
+    reg = model.mmio_region
+    out: dict[str, Any] = {"frames": frames, **nic_figures(counts, zones, reg, frames)}
+    for fig in ("irq_per_frame", "frames_per_s", "mbps"):
+        if fig in figures:
+            out[fig] = figures[fig]
+    out["top_registers"] = top_registers(counts, zones, frames, [reg])
+    out["accesses"] = counts.by_region.get(reg, {"read": 0, "write": 0})
+    out["coalesced_zones"] = [[base, size] for base, size in zones.get(reg, ())]
+    return out
+
+
+TRACE_METRICS = (
+    Metric(TRACED_WORKLOAD, "nic_reads_per_pkt", "NIC register reads/frame"),
+    Metric(TRACED_WORKLOAD, "nic_writes_per_pkt", "NIC register writes/frame"),
+    Metric(TRACED_WORKLOAD, "nic_exits_per_pkt", "accesses that would exit under KVM/frame"),
+    Metric(TRACED_WORKLOAD, "irq_per_frame", "IRQ/frame"),
+    Metric(TRACED_WORKLOAD, "frames_per_s", "kframes/s with the trace on", 1e-3),
+)
+
+
+def render_trace_table(traces: Mapping[str, Mapping[str, Any]], models: Sequence[str]) -> str:
+    """The trace run's table (one run per model): NOT_COUNTED for the
+    models without a counted register region."""
+    counted = {m.name for m in MODELS if m.mmio_region}
+    rows = []
+    for m in TRACE_METRICS:
+        values: dict[str, Summary | None] = {}
+        for model in models:
+            v = traces.get(model, {}).get(m.figure)
+            values[model] = None if v is None else summarize([float(v) * m.scale])
+        rows.append(Row(m.label, values, {model: NOT_COUNTED for model in models if model not in counted}))
+    title = (
+        f"== Register accesses per frame, {TRACED_WORKLOAD}, one run with QEMU's memory_region_ops_* trace on "
+        "(lower is better; slower: only the counts matter)"
+    )
+    return ratio_table(title, rows, models, SUBJECT)
+
+
+def trace_ratios(traces: Mapping[str, Mapping[str, Any]], models: Sequence[str]) -> dict[str, Any]:
+    """figure -> {"ixgbe/<other>": ratio or None} of the trace run."""
+    mine = traces.get(SUBJECT, {})
+    out: dict[str, Any] = {}
+    for m in TRACE_METRICS:
+        out[m.figure] = {}
+        for o in models:
+            if o == SUBJECT:
+                continue
+            a, b = mine.get(m.figure), traces.get(o, {}).get(m.figure)
+            out[m.figure][f"{SUBJECT}/{o}"] = ratio(float(a), float(b)) if a is not None and b is not None else None
+    return out
+
+
+def trace_notes(traces: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One line per traced model: its busiest registers per frame."""
+    regions = {m.name: m.mmio_region for m in MODELS}
+    return [
+        f"{model}: busiest registers in the trace run, per frame: "
+        + format_top(t["top_registers"], regions.get(model, ""))
+        for model, t in traces.items()
+    ]
+
+
 def context_notes(samples: Sequence[Sample], models: Sequence[str]) -> list[str]:
     """Lines that help judge the tables: the host's load from other
     processes during the samples, and frames the receiving ports dropped."""
@@ -844,12 +964,19 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         + ", ".join(w.name for w in WORKLOADS)
         + " (the vf-* ones run on the models with VFs: ixgbe, igb)",
     )
+    p.add_argument(
+        "--trace-seconds",
+        type=int,
+        help=f"length of the extra {TRACED_WORKLOAD} run per model with QEMU's MMIO trace on (register "
+        "accesses per frame, and those that would exit under KVM); 0 for none (default 3, quick 2)",
+    )
     p.add_argument("--out-dir", type=Path, help="where results go (default $BUILD_DIR/bench)")
     p.add_argument("--check-args", action="store_true", help=argparse.SUPPRESS)  # validate, then exit
     args = p.parse_args(argv)
     args.reps = args.reps if args.reps is not None else (3 if args.quick else 5)
     args.seconds = args.seconds if args.seconds is not None else (2 if args.quick else 5)
-    check_ranges(p, args, ("reps", 1, 50), ("seconds", 1, 120))
+    args.trace_seconds = args.trace_seconds if args.trace_seconds is not None else (2 if args.quick else 3)
+    check_ranges(p, args, ("reps", 1, 50), ("seconds", 1, 120), ("trace_seconds", 0, 60))
     known = {m.name: m for m in MODELS}
     args.models = [known[n] for n in choose_models(p, args.models, list(known), SUBJECT)]
     chosen_w = choose(p, args.workloads, [w.name for w in WORKLOADS], "workload")
@@ -865,6 +992,47 @@ def loadavg() -> list[float]:
         return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
     except (OSError, ValueError):
         return []
+
+
+def trace_runs(
+    beds: Sequence[NicGuest],
+    per_model: Mapping[str, Sequence[Workload]],
+    failures: dict[str, str],
+    seconds: int,
+    host_port: int,
+) -> tuple[dict[str, dict[str, Any]], list[Sample]]:
+    """The trace run of every model that ran TRACED_WORKLOAD and has a
+    counted register region: figures per model, and the runs' samples. A
+    failed trace run is a failure of its model (`failures`)."""
+    traces: dict[str, dict[str, Any]] = {}
+    samples: list[Sample] = []
+    for tb in beds:
+        m = tb.model
+        w = next((x for x in per_model[m.name] if x.name == TRACED_WORKLOAD), None)
+        if w is None or not m.mmio_region or m.name in failures:
+            continue
+        try:
+            tb.resume()
+            s, traces[m.name] = tb.trace_run(w, seconds, host_port)
+            samples.append(s)
+            tb.pause()
+        except (GuestError, HarnessError, BenchError, OSError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            failures[m.name] = f"trace run: {first}"
+            log.error("%s: trace run failed: %s", m.name, exc)
+            continue
+        t = traces[m.name]
+        log.info(
+            "trace %-10s %s: %.3f reads, %.3f writes, %.3f KVM exits, %.4f IRQ per frame (%d frames)",
+            m.name,
+            w.name,
+            t["nic_reads_per_pkt"],
+            t["nic_writes_per_pkt"],
+            t["nic_exits_per_pkt"],
+            t.get("irq_per_frame", float("nan")),
+            t["frames"],
+        )
+    return traces, samples
 
 
 def main(argv: Sequence[str]) -> int:
@@ -902,13 +1070,14 @@ def main(argv: Sequence[str]) -> int:
     version = subprocess.run([str(qemu), "-version"], capture_output=True, text=True, check=True).stdout
     per_model = {m.name: model_workloads(m, args.workloads) for m in args.models}
     log.info(
-        "%s mode: %d model(s) x %d workloads (%s) x %d reps x %d s; guest kernel %s; accel %s",
+        "%s mode: %d model(s) x %d workloads (%s) x %d reps x %d s, trace run %d s; guest kernel %s; accel %s",
         "quick" if args.quick else "full",
         len(args.models),
         len(args.workloads),
         ", ".join(f"{m} {len(ws)}" for m, ws in per_model.items()),
         args.reps,
         args.seconds,
+        args.trace_seconds,
         image.release,
         accel,
     )
@@ -930,8 +1099,11 @@ def main(argv: Sequence[str]) -> int:
         "workloads_by_model": {m: [w.name for w in ws] for m, ws in per_model.items()},
         "num_vfs": NUM_VFS,
         "udp_payload_bytes": UDP_PAYLOAD,
+        "trace_seconds": args.trace_seconds,
     }
     samples: list[Sample] = []
+    traces: dict[str, dict[str, Any]] = {}
+    trace_samples: list[Sample] = []
     failures: dict[str, str] = {}
     log_problems: dict[str, list[str]] = {}
     setup_errors: dict[str, list[str]] = {}  # model -> first line of each failed setup
@@ -1023,6 +1195,8 @@ def main(argv: Sequence[str]) -> int:
                             )
                         else:
                             log.error("rep %d %s %s: %s", rep, tb.model.name, w.name, s.error)
+            if args.trace_seconds:
+                traces, trace_samples = trace_runs(beds, per_model, failures, args.trace_seconds, srv.port)
     finally:
         for tb in beds:
             if tb.model.name not in failures:
@@ -1036,6 +1210,8 @@ def main(argv: Sequence[str]) -> int:
     models = [m.name for m in args.models]
     summ = summaries(samples)
     tables = render_tables(summ, models, [w.name for w in args.workloads])
+    if traces:
+        tables += "\n\n" + render_trace_table(traces, models)
     elapsed = time.monotonic() - t_start
     header = (
         f"NIC benchmark {meta['started']} ({meta['mode']}): {meta['qemu']['version']}, accel {accel}"
@@ -1054,6 +1230,7 @@ def main(argv: Sequence[str]) -> int:
         )
     )
     notes = context_notes(samples, models) + facts_lines({tb.model.name: tb.facts for tb in beds})
+    notes += trace_notes(traces)
     notes += [
         f"{m}: setup failed {len(errs)} time(s): " + " | ".join(errs) for m, errs in setup_errors.items()
     ]
@@ -1083,6 +1260,9 @@ def main(argv: Sequence[str]) -> int:
             for w, figs in summ.items()
         },
         "ratios": ratios(summ, models),
+        "traces": traces,
+        "trace_samples": [dataclasses.asdict(s) for s in trace_samples],
+        "trace_ratios": trace_ratios(traces, models),
         "tables": tables,
     }
     name = f"nicbench-{stamp}-{args.kernel}-{meta['mode']}"

@@ -9,7 +9,7 @@ import pytest
 from benchlib import BenchError, Summary
 from dpdkbenchlib import (
     MODELS,
-    count_mmio,
+    TRACE_METRICS,
     in_flight,
     mmio_figures,
     parse_args,
@@ -22,6 +22,7 @@ from dpdkbenchlib import (
     window_figures,
 )
 from ixgbe_testlib.testpmd import PortStats
+from mmiotrace import count_mmio, parse_zones
 
 # one port's block of `show port stats all` as DPDK 22.11's testpmd prints
 # it, without its rates (ixgbe_testlib.testpmd's parser is tested, on the
@@ -152,12 +153,42 @@ def test_count_mmio_and_figures() -> None:
     assert f["tx_tail_writes_per_pkt"] == 3 / 64
     assert f["rx_tail_writes_per_pkt"] == 1 / 64
     assert f["all_mmio_per_pkt"] == 6 / 64
-    assert f["top_registers"][0] == {"region": "ixgbe-mmio", "op": "write", "offset": "0x06018", "per_pkt": 3 / 64}
+    # without the device's zones, every access exits
+    assert f["nic_exits_per_pkt"] == 5 / 64
+    assert f["top_registers"][0] == {
+        "region": "ixgbe-mmio",
+        "op": "write",
+        "offset": "0x06018",
+        "per_pkt": 3 / 64,
+        "exits": True,
+    }
     # igb's tails are elsewhere: none of these
     igb = next(m for m in MODELS if m.name == "igb")
     assert mmio_figures(c, igb, 64)["tx_tail_writes_per_pkt"] == 0
     with pytest.raises(BenchError):
         mmio_figures(c, ixgbe, 0)
+
+
+def test_mmio_figures_with_the_coalesced_zones() -> None:
+    c = count_mmio(TRACE, {"ixgbe-mmio": 0x20000})
+    zones = parse_zones("ixgbe_coalesced_zone ixgbe-mmio: writes to 0x01000+0x1000 may be coalesced\n")
+    ixgbe = next(m for m in MODELS if m.name == "ixgbe")
+    f = mmio_figures(c, ixgbe, 64, zones)
+    # the RX tail write (0x01018) is coalesced; 3 TX tail writes and the read exit
+    assert f["nic_exits_per_pkt"] == 4 / 64
+    assert f["nic_writes_per_pkt"] == 4 / 64
+    assert f["coalesced_zones"] == {"ixgbe-mmio": [[0x1000, 0x1000]]}
+    exits = {(t["region"], t["op"], t["offset"]): t["exits"] for t in f["top_registers"]}
+    assert exits[("ixgbe-mmio", "write", "0x06018")] is True
+    assert exits[("ixgbe-mmio", "write", "0x01018")] is False
+    assert exits[("hpet", "read", "0x000f0")] is True
+    # the trace table shows the exits with the ratio
+    assert "nic_exits_per_pkt" in [m.figure for m in TRACE_METRICS]
+    igb = next(m for m in MODELS if m.name == "igb")
+    traces = {"ixgbe": f, "igb": {**mmio_figures(c, igb, 64, zones), "nic_exits_per_pkt": 8 / 64}}
+    out = render({}, traces, ["ixgbe", "igb"])
+    line = next(ln for ln in out.splitlines() if ln.startswith("NIC accesses that would exit under KVM/packet"))
+    assert line.split()[-1] == "0.50"
 
 
 def test_parse_args_defaults_and_quick() -> None:

@@ -28,8 +28,13 @@ from nicbench import (
     parse_args,
     ratios,
     render_tables,
+    render_trace_table,
     summaries,
+    trace_figures,
+    trace_notes,
+    trace_ratios,
 )
+from mmiotrace import count_mmio, parse_zones
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"
@@ -460,3 +465,86 @@ def test_facts_lines_with_vf_facts() -> None:
     lines = facts_lines({"ixgbe": {**ixgbe, "vf": vf}})
     assert len(lines) == 2
     assert lines[1].startswith("ixgbe VF: driver ixgbevf 6.1.0-56-amd64, 1 queue pair(s)")
+
+
+# ------------------------------------------------------------ trace run
+def test_trace_seconds_option() -> None:
+    assert parse_args([]).trace_seconds == 3
+    assert parse_args(["--quick"]).trace_seconds == 2
+    assert parse_args(["--quick", "--trace-seconds", "0"]).trace_seconds == 0
+    with pytest.raises(SystemExit):
+        parse_args(["--trace-seconds", "61"])
+
+
+def test_every_guest_announces_the_coalesced_zones(tmp_path: Path) -> None:
+    """The zones' trace event is on from the command line, for every model
+    (igb and e1000e announce none, so all their accesses count as exits)."""
+    image = GuestImage("6.1", Path("vmlinuz"), Path("initrd.img"), "6.1.0-test")
+    for m in MODELS:
+        args = NicGuest(m, image, Path("qemu"), "tcg", Path("logs"))._args(tmp_path)
+        assert args[:2] == ["-trace", "ixgbe_coalesced_zone"]
+    assert {m.name: m.mmio_region for m in MODELS} == {
+        "ixgbe": "ixgbe-mmio",
+        "igb": "igb-mmio",
+        "e1000e": "e1000e-mmio",
+        "virtio-net": "",
+    }
+
+
+# a trace run's -D log: the zones of two ports at realize, then per frame
+# burst a TX tail write (exits), an RX tail write (coalesced), an interrupt
+# cause read (exits), and a timer read (another region)
+TRACE_LOG = """\
+ixgbe_coalesced_zone ixgbe-mmio: writes to 0x01000+0x1000 may be coalesced
+ixgbe_coalesced_zone ixgbe-mmio: writes to 0x01000+0x1000 may be coalesced
+memory_region_ops_write cpu 1 mr 0x55d0 addr 0xfe806018 value 0x1f size 4 name 'ixgbe-mmio'
+memory_region_ops_write cpu 1 mr 0x55d0 addr 0xfea01018 value 0x1f size 4 name 'ixgbe-mmio'
+memory_region_ops_read cpu 1 mr 0x55d0 addr 0xfe800800 value 0x0 size 4 name 'ixgbe-mmio'
+memory_region_ops_read cpu 0 mr 0x55e0 addr 0xfed000f0 value 0x0 size 4 name 'hpet'
+"""
+
+
+def test_trace_figures_per_frame() -> None:
+    counts = count_mmio(TRACE_LOG * 10, {"ixgbe-mmio": 0x20000})
+    figures = {"frames": 40.0, "irq_per_frame": 0.05, "frames_per_s": 20.0, "mbps": 1.5}
+    t = trace_figures(counts, parse_zones(TRACE_LOG), MODELS[0], figures)
+    assert t["frames"] == 40
+    assert t["nic_reads_per_pkt"] == 10 / 40
+    assert t["nic_writes_per_pkt"] == 20 / 40
+    assert t["nic_exits_per_pkt"] == 20 / 40  # 10 TX tail writes + 10 reads; the RX tail writes are coalesced
+    assert (t["irq_per_frame"], t["frames_per_s"], t["mbps"]) == (0.05, 20.0, 1.5)
+    assert t["accesses"] == {"read": 10, "write": 20}
+    assert t["coalesced_zones"] == [[0x1000, 0x1000]]
+    # only the model's own registers; the timer's read is left out
+    assert [(e["op"], e["offset"], e["per_pkt"], e["exits"]) for e in t["top_registers"]] == [
+        ("read", "0x00800", 0.25, True),
+        ("write", "0x01018", 0.25, False),
+        ("write", "0x06018", 0.25, True),
+    ]
+    # igb announces no zones: the same accesses, in its region, would all exit
+    igb_log = TRACE_LOG.replace("ixgbe-mmio'", "igb-mmio'")
+    g = trace_figures(count_mmio(igb_log * 10, {"igb-mmio": 0x20000}), parse_zones(igb_log), MODELS[1], figures)
+    assert g["nic_exits_per_pkt"] == 30 / 40
+    with pytest.raises(BenchError, match="no frames"):
+        trace_figures(counts, {}, MODELS[0], {"frames": 0.0})
+
+
+def test_trace_table_ratios_and_notes() -> None:
+    traces: dict[str, dict[str, Any]] = {
+        "ixgbe": {"nic_reads_per_pkt": 0.1, "nic_writes_per_pkt": 0.4, "nic_exits_per_pkt": 0.3, "irq_per_frame": 0.02},
+        "igb": {"nic_reads_per_pkt": 0.2, "nic_writes_per_pkt": 0.4, "nic_exits_per_pkt": 0.6, "irq_per_frame": 0.04},
+        "e1000e": {"nic_reads_per_pkt": 0.1, "nic_writes_per_pkt": 0.2, "nic_exits_per_pkt": 1.2},
+    }
+    models = ["ixgbe", "igb", "e1000e", "virtio-net"]
+    out = render_trace_table(traces, models)
+    assert "ixgbe/igb" in out and "ixgbe/e1000e" in out
+    line = next(ln for ln in out.splitlines() if ln.startswith("accesses that would exit under KVM/frame"))
+    assert line.split()[-5:] == ["counted", "0.50", "0.25", "not", "counted"]
+    assert "IRQ/frame" in out and "kframes/s with the trace on" in out
+    r = trace_ratios(traces, models)
+    assert r["nic_exits_per_pkt"] == {"ixgbe/igb": 0.5, "ixgbe/e1000e": 0.25, "ixgbe/virtio-net": None}
+    assert r["irq_per_frame"]["ixgbe/e1000e"] is None
+    top = [{"region": "ixgbe-mmio", "op": "write", "offset": "0x06018", "per_pkt": 0.25, "exits": True}]
+    assert trace_notes({"ixgbe": {"top_registers": top}}) == [
+        "ixgbe: busiest registers in the trace run, per frame: write 0x06018 0.25"
+    ]
