@@ -13,9 +13,12 @@
  * Coalesced here are writes that set nothing off that the driver waits
  * for: the receive queue registers, of which the driver writes the tail
  * (RDT) per burst of buffers and polls RXDCTL when it (re)configures a
- * queue, and the interrupt throttle intervals (EITR), which adaptive
- * moderation rewrites.  The transmit tail, the interrupt cause and mask
- * registers and everything else stay exact.
+ * queue, the interrupt throttle intervals (EITR), which adaptive
+ * moderation rewrites, and the Flow Director's FDIRHASH and FDIRCMD, with
+ * which the Linux driver adds a signature filter for every 20th TCP
+ * segment it sends (it polls FDIRCMD when it must know the outcome).
+ * The transmit tail, the interrupt cause and mask registers and
+ * everything else stay exact.
  *
  * A frame that finds no receive descriptor may then wait for a tail
  * write still in the queue while the vCPU never exits again (a poll-mode
@@ -52,6 +55,7 @@ static const IxgbeZone ixgbe_pf_zones[] = {
     { IXGBE_RXQ_LO, 64 * IXGBE_RXQ_STRIDE },
     { IXGBE_RXQ_HI, 64 * IXGBE_RXQ_STRIDE },
     { IXGBE_EITR_HI, (IXGBE_MSIX_VECTORS - 24) * 4 },
+    { IXGBE_FDIRHASH, 8 },      /* and FDIRCMD */
 };
 
 static const IxgbeZone ixgbe_vf_zones[] = {
