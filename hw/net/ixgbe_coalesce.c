@@ -63,10 +63,17 @@ static const IxgbeZone ixgbe_vf_zones[] = {
     { IXGBE_VFRXQ_BASE, 8 * IXGBE_RXQ_STRIDE },
 };
 
+/* The ranges of a PF's or a VF's BAR: the table, its length in *n */
+static const IxgbeZone *ixgbe_zones(bool vf, size_t *n)
+{
+    *n = vf ? ARRAY_SIZE(ixgbe_vf_zones) : ARRAY_SIZE(ixgbe_pf_zones);
+    return vf ? ixgbe_vf_zones : ixgbe_pf_zones;
+}
+
 static bool ixgbe_in_zone(bool vf, hwaddr addr)
 {
-    const IxgbeZone *z = vf ? ixgbe_vf_zones : ixgbe_pf_zones;
-    size_t n = vf ? ARRAY_SIZE(ixgbe_vf_zones) : ARRAY_SIZE(ixgbe_pf_zones);
+    size_t n;
+    const IxgbeZone *z = ixgbe_zones(vf, &n);
 
     for (size_t i = 0; i < n; i++) {
         if (addr - z[i].base < z[i].size) {
@@ -78,8 +85,8 @@ static bool ixgbe_in_zone(bool vf, hwaddr addr)
 
 void ixgbe_coalesce_add_zones(MemoryRegion *mr, bool vf)
 {
-    const IxgbeZone *z = vf ? ixgbe_vf_zones : ixgbe_pf_zones;
-    size_t n = vf ? ARRAY_SIZE(ixgbe_vf_zones) : ARRAY_SIZE(ixgbe_pf_zones);
+    size_t n;
+    const IxgbeZone *z = ixgbe_zones(vf, &n);
 
     for (size_t i = 0; i < n; i++) {
         memory_region_add_coalescing(mr, z[i].base, z[i].size);
