@@ -91,8 +91,8 @@ class Part:
 MAC_82599 = 2  # ixgbe_mac_82599EB
 KR = Part("ixgbe", "1517")  # 10GBASE-KR backplane
 COMBO = Part("ixgbe-combo", "10f8")  # KX4/KX/KR combined backplane
-# ... whose receive-queue and EITR writes the device holds as KVM's
-# coalesced MMIO would (test_rx_only_held_tail_writes)
+# ... whose receive-queue, EITR and Flow Director command writes the
+# device holds as KVM's coalesced MMIO would (test_rx_only_held_tail_writes)
 COMBO_HELD = dataclasses.replace(COMBO, opts="x-defer-coalesced=on")
 # X520 SFP+ port with a passive direct-attach cable of no known cable
 # vendor (ixgbe_phy_sfp_passive_unknown, ixgbe_sfp_type_da_cu_core0) ...

@@ -31,14 +31,6 @@ static void start_empty_ring(IxgbeTest *t, RxRing *r)
     g_assert_cmpuint(rd(t, rxq(0, IXGBE_RXQ_RDT)), ==, 0);
 }
 
-/* Descriptor idx written back, as guest memory shows it */
-static bool dd(IxgbeTest *t, const RxRing *r, unsigned idx)
-{
-    uint8_t wb[DESC_SIZE];
-
-    return rx_desc_done(t, r, idx, wb);
-}
-
 /* A frame from the wire, given time to reach the device and be held */
 static void send_held(IxgbeTest *t, const RxRing *r, uint8_t seed)
 {
@@ -47,17 +39,7 @@ static void send_held(IxgbeTest *t, const RxRing *r, uint8_t seed)
     build_frame(frame, test_mac, 100, seed);
     backend_send(t, frame, 100);
     g_usleep(SILENCE_MS * 1000);
-    g_assert_false(dd(t, r, 0));
-}
-
-static void wait_done(IxgbeTest *t, const RxRing *r, unsigned idx)
-{
-    gint64 end = g_get_monotonic_time() + WAIT_US;
-
-    while (!dd(t, r, idx) && g_get_monotonic_time() < end) {
-        g_usleep(1000);
-    }
-    g_assert_true(dd(t, r, idx));
+    g_assert_false(rx_dd(t, r, 0));
 }
 
 static void check_frame(IxgbeTest *t, const RxRing *r, unsigned idx,
@@ -75,6 +57,7 @@ static void check_frame(IxgbeTest *t, const RxRing *r, unsigned idx,
  */
 static void test_held_until_read(void)
 {
+    uint8_t wb[DESC_SIZE];
     IxgbeTest t;
     RxRing r;
 
@@ -82,9 +65,9 @@ static void test_held_until_read(void)
     send_held(&t, &r, 1);
     wr(&t, rxq(0, IXGBE_RXQ_RDT), 4);
     g_usleep(SILENCE_MS * 1000);
-    g_assert_false(dd(&t, &r, 0));
+    g_assert_false(rx_dd(&t, &r, 0));
     rd(&t, IXGBE_STATUS);
-    wait_done(&t, &r, 0);
+    rx_wait(&t, &r, wb);
     check_frame(&t, &r, 0, 1);
     ixgbe_test_stop(&t);
 }
@@ -96,6 +79,7 @@ static void test_held_until_read(void)
  */
 static void test_starved_frame_timer(void)
 {
+    uint8_t wb[DESC_SIZE];
     IxgbeTest t;
     RxRing r;
 
@@ -103,14 +87,14 @@ static void test_starved_frame_timer(void)
     send_held(&t, &r, 2);
     qtest_clock_step(t.qts, STARVE_MIN_NS);
     g_usleep(SILENCE_MS * 1000);
-    g_assert_false(dd(&t, &r, 0));
+    g_assert_false(rx_dd(&t, &r, 0));
 
     wr(&t, rxq(0, IXGBE_RXQ_RDT), 4);
     qtest_clock_step(t.qts, 2 * STARVE_MIN_NS - 1);
     g_usleep(SILENCE_MS * 1000);
-    g_assert_false(dd(&t, &r, 0));
+    g_assert_false(rx_dd(&t, &r, 0));
     qtest_clock_step(t.qts, 1);
-    wait_done(&t, &r, 0);
+    rx_wait(&t, &r, wb);
     check_frame(&t, &r, 0, 2);
     ixgbe_test_stop(&t);
 }
@@ -121,7 +105,7 @@ static void test_starved_frame_timer(void)
  */
 static void test_exact_tdt(void)
 {
-    uint8_t frame[128];
+    uint8_t frame[128], wb[DESC_SIZE];
     uint64_t txr;
     IxgbeTest t;
     RxRing r;
@@ -134,7 +118,7 @@ static void test_exact_tdt(void)
     build_frame(frame, peer_mac, 80, 9);
     tx_send_frame(&t, 0, txr, 0, frame, 80);
     backend_expect(&t, frame, 80);
-    wait_done(&t, &r, 0);
+    rx_wait(&t, &r, wb);
     check_frame(&t, &r, 0, 3);
     ixgbe_test_stop(&t);
 }
@@ -142,6 +126,7 @@ static void test_exact_tdt(void)
 /* Held writes past the limit are applied, in order, as KVM's full ring */
 static void test_held_limit(void)
 {
+    uint8_t wb[DESC_SIZE];
     IxgbeTest t;
     RxRing r;
 
@@ -152,9 +137,9 @@ static void test_held_limit(void)
         wr(&t, eitr(0), 8 * (i % 16));
     }
     g_usleep(SILENCE_MS * 1000);
-    g_assert_false(dd(&t, &r, 0));
+    g_assert_false(rx_dd(&t, &r, 0));
     wr(&t, eitr(0), 0);
-    wait_done(&t, &r, 0);
+    rx_wait(&t, &r, wb);
     check_frame(&t, &r, 0, 4);
     g_assert_cmphex(rd(&t, eitr(0)) & IXGBE_EITR_INTERVAL_MASK, ==, 0);
     ixgbe_test_stop(&t);

@@ -1040,13 +1040,6 @@ static void wait_rdh(IxgbeTest *t, unsigned q, uint32_t want)
     g_assert_cmpuint(rd(t, rxq(q, IXGBE_RXQ_RDH)), ==, want);
 }
 
-static bool rx_dd(IxgbeTest *t, const RxRing *r, unsigned idx)
-{
-    uint8_t wb[DESC_SIZE];
-
-    return rx_desc_done(t, r, idx, wb);
-}
-
 /* Give descriptor idx its buffer again, as a driver refilling the ring */
 static void rx_rearm(IxgbeTest *t, const RxRing *r, unsigned idx)
 {

@@ -408,6 +408,14 @@ bool rx_desc_done(IxgbeTest *t, const RxRing *r, unsigned idx,
     return ldl_le_p(wb + 8) & IXGBE_RXD_STAT_DD;
 }
 
+/* Descriptor idx written back, as guest memory shows it */
+bool rx_dd(IxgbeTest *t, const RxRing *r, unsigned idx)
+{
+    uint8_t wb[DESC_SIZE];
+
+    return rx_desc_done(t, r, idx, wb);
+}
+
 /*
  * Wait until the device completes the next descriptor of one of the rings;
  * return that ring's index (and the write-back in wb), or -1 on timeout.

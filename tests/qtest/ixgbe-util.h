@@ -92,6 +92,7 @@ uint64_t loopback_setup(IxgbeTest *t, RxRing *r, unsigned rx_ndesc,
 void rx_ring_setup(IxgbeTest *t, RxRing *r, unsigned q, unsigned ndesc);
 bool rx_desc_done(IxgbeTest *t, const RxRing *r, unsigned idx,
                   uint8_t *wb);
+bool rx_dd(IxgbeTest *t, const RxRing *r, unsigned idx);
 int rx_wait_any(IxgbeTest *t, RxRing *rings, unsigned nrings,
                 uint8_t *wb);
 void rx_wait(IxgbeTest *t, RxRing *r, uint8_t *wb);
