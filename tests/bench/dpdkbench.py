@@ -69,7 +69,7 @@ from ixgbe_testlib.host import build_dir, has_device, qemu_binary
 from ixgbe_testlib.nicargs import dgram_netdev, mac_address, nic_args
 from ixgbe_testlib.sysguest import RootfsImage, SystemdVM, pick_accel, rootfs_image
 from ixgbe_testlib.testpmd import PortStats, Testpmd
-from mmiotrace import MMIO_EVENTS, ZONE_EVENT, count_mmio, format_top, parse_zones
+from mmiotrace import ZONE_EVENT, count_mmio, format_top, mmio_traced, parse_zones
 from nicbench import cpu_snapshot, find_qemu_pid, loadavg, snapshot_qemu
 
 log = logging.getLogger("dpdkbench")
@@ -192,20 +192,13 @@ class DpdkGuest:
         """A window with the MMIO trace on: register accesses per packet, and
         those that would exit under KVM (the coalesced ranges the device
         announced at realize, in the log before the window)."""
-        vm = self.guest
         a = self.stamp()
-        start = vm.debug_log.stat().st_size if vm.debug_log.exists() else 0
-        for ev in MMIO_EVENTS:
-            vm.qmp("trace-event-set-state", name=ev, enable=True)
-        t0 = time.monotonic()
-        time.sleep(seconds)
-        for ev in MMIO_EVENTS:
-            vm.qmp("trace-event-set-state", name=ev, enable=False)
+        with mmio_traced(self.guest) as trace:
+            t0 = time.monotonic()
+            time.sleep(seconds)
         t1 = time.monotonic()
         b = self.stamp()
-        with vm.debug_log.open("rb") as fh:
-            head = fh.read(start).decode(errors="replace")
-            text = fh.read().decode(errors="replace")
+        head, text = trace.read()
         # the packets forwarded while the trace was on, at the rate of the
         # whole window (its stats are read before and after, with it off)
         fig = window_figures(a.stats, b.stats, b.wall - a.wall, None, in_flight(self.tx_bursts))

@@ -11,16 +11,20 @@ device model and is traced, so the same stream of accesses, classified by
 the device's ranges, gives the count KVM would exit on.
 
 Used by the DPDK benchmark (tests/bench/dpdkbench.py) and the guest
-benchmark (tests/bench/nicbench.py). No I/O: tested by
-tests/bench/test_mmiotrace.py.
+benchmark (tests/bench/nicbench.py). The one piece with I/O is
+mmio_traced(), which turns the trace on and off around a stretch of a
+running VM and reads what it left in the log; the rest is pure and tested
+by tests/bench/test_mmiotrace.py.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
-from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
 
 ZONE_EVENT = "ixgbe_coalesced_zone"
 MMIO_EVENTS = ("memory_region_ops_read", "memory_region_ops_write")
@@ -65,6 +69,44 @@ def count_mmio(text: str, bar_sizes: Mapping[str, int] | None = None) -> MmioCou
         key = (name, op, off)
         by_register[key] = by_register.get(key, 0) + 1
     return MmioCounts(by_region, by_register)
+
+
+class TracedVM(Protocol):
+    """What mmio_traced() needs of a VM: its -D log and QMP."""
+
+    debug_log: Path
+
+    def qmp(self, command: str, **args: Any) -> Any: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class TraceLog:
+    """Where a traced stretch starts in a VM's -D log."""
+
+    path: Path
+    start: int
+
+    def read(self) -> tuple[str, str]:
+        """The log before the stretch (what QEMU logged at start-up, the
+        coalesced ranges among it) and from its start on (the trace)."""
+        with self.path.open("rb") as fh:
+            head = fh.read(self.start).decode(errors="replace")
+            text = fh.read().decode(errors="replace")
+        return head, text
+
+
+@contextlib.contextmanager
+def mmio_traced(vm: TracedVM) -> Iterator[TraceLog]:
+    """The memory_region_ops_* trace on for the body of the `with`, off
+    again however it ends; read the log with the TraceLog afterwards."""
+    log = TraceLog(vm.debug_log, vm.debug_log.stat().st_size if vm.debug_log.exists() else 0)
+    for ev in MMIO_EVENTS:
+        vm.qmp("trace-event-set-state", name=ev, enable=True)
+    try:
+        yield log
+    finally:
+        for ev in MMIO_EVENTS:
+            vm.qmp("trace-event-set-state", name=ev, enable=False)
 
 
 # ------------------------------------------------------------ coalescing

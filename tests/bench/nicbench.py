@@ -93,12 +93,12 @@ from ixgbe_testlib.netcheck import device_problems, format_records
 from ixgbe_testlib.nicargs import dgram_netdev, mac_address, nic_args, user_netdev
 from ixgbe_testlib.vm import VM, choose_accel, load_driver
 from mmiotrace import (
-    MMIO_EVENTS,
     ZONE_EVENT,
     MmioCounts,
     Zones,
     count_mmio,
     format_top,
+    mmio_traced,
     nic_figures,
     parse_zones,
     top_registers,
@@ -573,21 +573,12 @@ class NicGuest:
     def trace_run(self, w: Workload, seconds: int, host_port: int) -> tuple[Sample, dict[str, Any]]:
         """One more run of a workload with the MMIO trace on: its sample
         (rep -1) and its register accesses per frame (trace_figures)."""
-        vm = self.guest
-        start = vm.debug_log.stat().st_size if vm.debug_log.exists() else 0
-        for ev in MMIO_EVENTS:
-            vm.qmp("trace-event-set-state", name=ev, enable=True)
-        try:
+        with mmio_traced(self.guest) as trace:
             cpus = self.measure(w, seconds, host_port, "trace")
-        finally:
-            for ev in MMIO_EVENTS:
-                vm.qmp("trace-event-set-state", name=ev, enable=False)
         s = evaluate(self, w, -1, cpus, self.fetch(["trace"])["trace"])
         if not s.ok:
             raise BenchError(s.error)
-        with vm.debug_log.open("rb") as fh:
-            head = fh.read(start).decode(errors="replace")
-            text = fh.read().decode(errors="replace")
+        head, text = trace.read()
         counts = count_mmio(text, {self.model.mmio_region: self.model.bar_size})
         return s, trace_figures(counts, parse_zones(head), self.model, s.figures)
 

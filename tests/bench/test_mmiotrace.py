@@ -3,11 +3,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+import pytest
+
 from mmiotrace import (
     count_mmio,
     format_top,
     in_zone,
     kvm_exits,
+    mmio_traced,
     nic_figures,
     parse_zones,
     top_registers,
@@ -122,3 +128,41 @@ def test_top_registers_and_their_line() -> None:
     assert format_top(everything[:3], "ixgbe-mmio") == (
         "write 0x01018 1 (coalesced), write 0x06018 1, hpet read 0xfed000f0 0.5"
     )
+
+
+class LoggingVM:
+    """A stand-in for a running VM: its -D log is a file the test writes,
+    as QEMU would while the trace is on, and its QMP calls are recorded."""
+
+    def __init__(self, log: Path) -> None:
+        self.debug_log = log
+        self.calls: list[tuple[str, str, bool]] = []
+
+    def qmp(self, command: str, **args: Any) -> Any:
+        self.calls.append((command, args["name"], args["enable"]))
+        if args["enable"] and args["name"] == "memory_region_ops_write":
+            with self.debug_log.open("a") as fh:
+                fh.write("traced\n")
+        return {}
+
+
+def test_mmio_traced_splits_the_log_and_turns_the_trace_off(tmp_path: Path) -> None:
+    vm = LoggingVM(tmp_path / "qemu-debug.log")
+    vm.debug_log.write_text(ZONES_LOG)
+    with pytest.raises(RuntimeError):
+        with mmio_traced(vm) as trace:
+            raise RuntimeError("the workload failed")
+    on = [("trace-event-set-state", ev, True) for ev in ("memory_region_ops_read", "memory_region_ops_write")]
+    off = [(c, ev, False) for c, ev, _ in on]
+    assert vm.calls == on + off
+    head, text = trace.read()
+    assert head == ZONES_LOG
+    assert text == "traced\n"
+    assert parse_zones(head)["ixgbe-mmio"][0] == (0x00820, 0x60)
+
+
+def test_mmio_traced_on_a_vm_without_a_log_yet(tmp_path: Path) -> None:
+    vm = LoggingVM(tmp_path / "qemu-debug.log")
+    with mmio_traced(vm) as trace:
+        pass
+    assert trace.read() == ("", "traced\n")
