@@ -206,7 +206,10 @@ static void ixgbe_nc_link_status_changed(NetClientState *nc)
 {
     IxgbeState *s = qemu_get_nic_opaque(nc);
 
-    ixgbe_core_set_link_status(&s->core);
+    if (ixgbe_core_enter(&s->core, "link change", -1, 0)) {
+        ixgbe_core_set_link_status(&s->core);
+        ixgbe_core_leave(&s->core);
+    }
 }
 
 static NetClientInfo ixgbe_net_info = {
@@ -223,6 +226,10 @@ static void ixgbe_write_config(PCIDevice *dev, uint32_t addr, uint32_t val,
 {
     IxgbeState *s = IXGBE(dev);
 
+    /* Through ECAM, config space is in reach of the device's own DMA */
+    if (!ixgbe_core_enter(&s->core, "config write", -1, addr)) {
+        return;
+    }
     pci_default_write_config(dev, addr, val, len);
     pcie_cap_flr_write_config(dev, addr, val, len);
     if (range_covers_byte(addr, len, PCI_COMMAND) &&
@@ -230,6 +237,7 @@ static void ixgbe_write_config(PCIDevice *dev, uint32_t addr, uint32_t val,
         ixgbe_rx_can_receive(&s->core)) {
         qemu_flush_queued_packets(qemu_get_queue(s->nic));
     }
+    ixgbe_core_leave(&s->core);
 }
 
 /*
@@ -629,11 +637,42 @@ static const VMStateDescription ixgbe_vmstate_fdir = {
     }
 };
 
+/*
+ * The backend's link, which STATUS.LU and LINKS report: sent while it is
+ * down (a stream without it means up).
+ */
+static bool ixgbe_link_needed(void *opaque)
+{
+    IxgbeState *s = opaque;
+
+    return s->core.backend_link_down;
+}
+
+static const VMStateDescription ixgbe_vmstate_link = {
+    .name = "ixgbe/link",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = ixgbe_link_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(core.backend_link_down, IxgbeState),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static int ixgbe_pre_load(void *opaque)
+{
+    IxgbeState *s = opaque;
+
+    s->core.backend_link_down = false;
+    return 0;
+}
+
 static const VMStateDescription ixgbe_vmstate = {
     .name = "ixgbe",
     .version_id = 1,
     .minimum_version_id = 1,
     .pre_save = ixgbe_pre_save,
+    .pre_load = ixgbe_pre_load,
     .post_load = ixgbe_post_load,
     .fields = (const VMStateField[]) {
         VMSTATE_PCI_DEVICE(parent_obj, IxgbeState),
@@ -660,6 +699,7 @@ static const VMStateDescription ixgbe_vmstate = {
         &ixgbe_vmstate_fdir,
         &ixgbe_vmstate_sriov,
         &ixgbe_vmstate_qde,
+        &ixgbe_vmstate_link,
         NULL
     }
 };
@@ -688,7 +728,10 @@ static void ixgbe_set_sfp(Object *obj, const char *value, Error **errp)
         return;
     }
     if (DEVICE(obj)->realized) {
-        ixgbe_sfp_change_module(&s->core, type);
+        if (ixgbe_core_enter(&s->core, "module swap", -1, 0)) {
+            ixgbe_sfp_change_module(&s->core, type);
+            ixgbe_core_leave(&s->core);
+        }
     } else {
         s->core.sfp.type = type;
     }

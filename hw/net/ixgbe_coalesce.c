@@ -179,9 +179,13 @@ static void ixgbe_coalesce_starved(void *opaque)
     IxgbeCore *core = opaque;
     IxgbeCoalesce *c = &core->coalesce;
 
+    if (!ixgbe_core_enter(core, "starved-frame timer", -1, 0)) {
+        return;
+    }
     trace_ixgbe_rx_starved(c->starve_ns);
     /* A tail write among them takes the frame or holds it anew */
     ixgbe_coalesce_flush(core);
+    ixgbe_core_leave(core);
     if (c->rx_waiting && !timer_pending(c->starve_timer)) {
         c->starve_ns = MIN(c->starve_ns * 2, IXGBE_STARVE_MAX_NS);
         timer_mod(c->starve_timer,

@@ -243,8 +243,12 @@ static void ixgbe_vector_timer(void *opaque)
 {
     IxgbeVector *vec = opaque;
 
+    if (!ixgbe_core_enter(vec->core, "interrupt timer", -1, 0)) {
+        return;
+    }
     vec->armed = false;
     ixgbe_update_interrupts(vec->core);
+    ixgbe_core_leave(vec->core);
 }
 
 void ixgbe_raise_queue_cause(IxgbeCore *core, bool is_tx, unsigned queue)
@@ -1003,6 +1007,55 @@ static const IxgbeRegDesc *ixgbe_resolve(hwaddr *addr)
     return d;
 }
 
+/*
+ * One device, one guard.  The PF and its VFs are PCI functions of their
+ * own, each with its BARs and, in QEMU, its own re-entrancy guard; but
+ * all of them reach this one core.  A DMA of the datapath that lands on
+ * a register of another function (a descriptor ring, a buffer, a head
+ * write-back or an MSI-X message aimed at a VF's BAR) would run the core
+ * inside itself.  So the PF's guard serves every function: QEMU engages
+ * it for the PF's BARs and for frames from the backend, and every other
+ * way into the core (a VF's BAR, a config write, a timer, a link change)
+ * takes it here.  What finds it engaged came from the device's own DMA
+ * and is refused, as QEMU refuses such an access to the PF's BARs.
+ */
+bool ixgbe_core_enter(IxgbeCore *core, const char *what, int vf,
+                      hwaddr addr)
+{
+    if (core->guard->engaged_in_io) {
+        qemu_log_mask(LOG_GUEST_ERROR, "ixgbe: %s (function %s%d, 0x%"
+                      HWADDR_PRIx ") from the device's own DMA refused\n",
+                      what, vf < 0 ? "PF" : "VF ", vf < 0 ? 0 : vf, addr);
+        trace_ixgbe_reentry_refused(what, vf, addr);
+        return false;
+    }
+    core->guard->engaged_in_io = true;
+    return true;
+}
+
+void ixgbe_core_leave(IxgbeCore *core)
+{
+    core->guard->engaged_in_io = false;
+}
+
+/*
+ * A register the model does not know, reported once per offset: on the
+ * PF it is plain storage (a driver reads back what it wrote), on a VF it
+ * reads as zero and ignores writes.
+ */
+void ixgbe_log_unimp(IxgbeCore *core, int vf, hwaddr addr, bool write)
+{
+    unsigned long *seen = vf < 0 ? core->unimp_logged : core->vf_unimp_logged;
+
+    if (!test_and_set_bit(addr >> 2, seen)) {
+        qemu_log_mask(LOG_UNIMP, "ixgbe: %s of unmodelled %s register "
+                      "0x%05" HWADDR_PRIx " (%s)\n",
+                      write ? "write" : "read", vf < 0 ? "PF" : "VF", addr,
+                      vf < 0 ? "kept as plain storage" :
+                      "reads as zero, writes ignored");
+    }
+}
+
 uint64_t ixgbe_core_read(IxgbeCore *core, hwaddr addr, unsigned size)
 {
     const IxgbeRegDesc *d;
@@ -1013,6 +1066,7 @@ uint64_t ixgbe_core_read(IxgbeCore *core, hwaddr addr, unsigned size)
     if (!d) {
         val = ixgbe_get(core, addr);
         trace_ixgbe_reg_unmodelled(addr, val, false);
+        ixgbe_log_unimp(core, -1, addr, false);
         return val;
     }
     if (d->read) {
@@ -1039,6 +1093,7 @@ void ixgbe_core_write(IxgbeCore *core, hwaddr addr, uint64_t val64,
     if (!d) {
         /* Plain storage, so that a driver reads back what it wrote */
         trace_ixgbe_reg_unmodelled(addr, val, true);
+        ixgbe_log_unimp(core, -1, addr, true);
         *ixgbe_reg(core, addr) = val;
         return;
     }
@@ -1159,9 +1214,10 @@ static void ixgbe_vm_state_change(void *opaque, bool running, RunState state)
 {
     IxgbeCore *core = opaque;
 
-    if (!running) {
+    if (!running && ixgbe_core_enter(core, "VM stop", -1, 0)) {
         ixgbe_coalesce_flush(core);
         ixgbe_rx_flush_all(core, false);
+        ixgbe_core_leave(core);
     }
 }
 
@@ -1171,6 +1227,7 @@ void ixgbe_core_realize(IxgbeCore *core, PCIDevice *owner, NICState *nic,
     ixgbe_build_reg_lookup();
     core->owner = owner;
     core->nic = nic;
+    core->guard = &DEVICE(owner)->mem_reentrancy_guard;
     memcpy(core->permanent_mac, macaddr, sizeof(core->permanent_mac));
     for (unsigned v = 0; v < IXGBE_MSIX_VECTORS; v++) {
         core->vec[v].core = core;
@@ -1238,7 +1295,11 @@ static bool ixgbe_regs_valid(IxgbeCore *core)
  */
 int ixgbe_core_pre_save(IxgbeCore *core)
 {
-    ixgbe_rx_flush_all(core, true);
+    if (ixgbe_core_enter(core, "migration", -1, 0)) {
+        ixgbe_rx_flush_all(core, true);
+        ixgbe_core_leave(core);
+    }
+    core->backend_link_down = qemu_get_queue(core->nic)->link_down;
     return 0;
 }
 
@@ -1261,5 +1322,7 @@ int ixgbe_core_post_load(IxgbeCore *core)
         core->vec[v].armed = core->vec[v].armed &&
                              timer_pending(core->vec[v].timer);
     }
+    /* The link as the source's backend had it (STATUS.LU, LINKS) */
+    qemu_get_queue(core->nic)->link_down = core->backend_link_down;
     return 0;
 }

@@ -10,6 +10,8 @@
 
 #include "qemu/units.h"
 #include "qemu/timer.h"
+#include "qemu/bitmap.h"
+#include "hw/qdev-core.h"
 #include "ixgbe_regs.h"
 #include "ixgbe_sfp.h"
 #include "ixgbe_coalesce.h"
@@ -149,6 +151,12 @@ struct IxgbeCore {
     uint8_t permanent_mac[6];
     PCIDevice *owner;
     NICState *nic;
+    MemReentrancyGuard *guard;  /* the PF's, for every function: see below */
+    bool tx_busy;               /* a packet is being sent */
+    bool backend_link_down;     /* for migration: the backend's link */
+    /* Unknown registers already reported (per offset, not migrated) */
+    DECLARE_BITMAP(unimp_logged, IXGBE_NUM_REGS);
+    DECLARE_BITMAP(vf_unimp_logged, IXGBE_VF_MMIO_SIZE / 4);
 };
 
 void ixgbe_core_realize(IxgbeCore *core, PCIDevice *owner, NICState *nic,
@@ -159,6 +167,10 @@ uint64_t ixgbe_core_read(IxgbeCore *core, hwaddr addr, unsigned size);
 void ixgbe_core_write(IxgbeCore *core, hwaddr addr, uint64_t val,
                       unsigned size);
 void ixgbe_core_set_link_status(IxgbeCore *core);
+bool ixgbe_core_enter(IxgbeCore *core, const char *what, int vf,
+                      hwaddr addr);
+void ixgbe_log_unimp(IxgbeCore *core, int vf, hwaddr addr, bool write);
+void ixgbe_core_leave(IxgbeCore *core);
 int ixgbe_core_pre_save(IxgbeCore *core);
 int ixgbe_core_post_load(IxgbeCore *core);
 

@@ -378,24 +378,57 @@ static void ixgbe_tx_send_plain(IxgbeCore *core, unsigned q,
 {
     PCIDevice *dev = ixgbe_queue_dma_dev(core, q);
     struct iovec iov = { .iov_base = core->tx_buf, .iov_len = 0 };
+    uint32_t n = MIN(txq->nfrags, IXGBE_MAX_TX_FRAGS);
 
-    for (uint32_t i = 0; i < txq->nfrags; i++) {
-        if (pci_dma_read(dev, txq->frag_addr[i], core->tx_buf + iov.iov_len,
-                         txq->frag_len[i]) != MEMTX_OK) {
+    /* Each copy bounded by the room left, whatever the fragments say */
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t addr = txq->frag_addr[i];
+        uint32_t len = txq->frag_len[i];
+
+        if (len > IXGBE_TX_PLAIN_MAX - iov.iov_len ||
+            pci_dma_read(dev, addr, core->tx_buf + iov.iov_len, len) !=
+            MEMTX_OK) {
             qemu_log_mask(LOG_GUEST_ERROR,
                           "ixgbe: txq %u: buffer 0x%" PRIx64 "+%u not "
-                          "readable, frame dropped\n", q, txq->frag_addr[i],
-                          txq->frag_len[i]);
+                          "readable, frame dropped\n", q, addr, len);
             return;
         }
-        iov.iov_len += txq->frag_len[i];
+        iov.iov_len += len;
     }
     ixgbe_tx_out(out, &iov, 1, NULL, 0);
 }
 
-static void ixgbe_tx_send(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq)
+/* A complete packet of total bytes: plain, or through core->tx_pkt */
+static void ixgbe_tx_send_pkt(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq,
+                              IxgbeTxOut *out, uint64_t total)
 {
     struct NetTxPkt *pkt = core->tx_pkt;
+
+    /* Less than an Ethernet header goes the long way, to be refused */
+    if (total >= ETH_HLEN && total <= IXGBE_TX_PLAIN_MAX &&
+        ixgbe_tx_plain(core, q, txq)) {
+        ixgbe_tx_send_plain(core, q, txq, out);
+        return;
+    }
+    if (ixgbe_tx_map(core, q, txq, total)) {
+        if (net_tx_pkt_parse(pkt) && ixgbe_tx_offloads(core, q, txq, pkt)) {
+            /*
+             * The peer never gets a virtio-net header from this device:
+             * offloads (checksums, TSO segmentation) are done here.
+             */
+            net_tx_pkt_send_custom(pkt, false, ixgbe_tx_out, out);
+        } else {
+            qemu_log_mask(LOG_GUEST_ERROR,
+                          "ixgbe: txq %u: malformed frame or offload request, "
+                          "frame dropped\n", q);
+        }
+    }
+    net_tx_pkt_reset(pkt, net_tx_pkt_unmap_frag_pci,
+                     ixgbe_queue_dma_dev(core, q));
+}
+
+static void ixgbe_tx_send(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq)
+{
     uint32_t stamp = IXGBE_TXD_CMD_DEXT | IXGBE_TXD_CMD_TSTAMP;
     IxgbeTxOut out = {
         .core = core,
@@ -405,30 +438,24 @@ static void ixgbe_tx_send(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq)
     };
     uint64_t total = 0;
 
+    /*
+     * One packet at a time: core->tx_pkt and core->tx_buf are shared by
+     * the queues.  Nothing reached from sending (loopback, the internal
+     * switch, the backend) transmits, and the device's own DMA cannot
+     * reach its registers (ixgbe_core_enter); should a way in appear,
+     * it drops the inner packet instead of corrupting the outer one.
+     */
+    if (core->tx_busy) {
+        qemu_log_mask(LOG_GUEST_ERROR, "ixgbe: txq %u: packet sent while "
+                      "another is being sent, frame dropped\n", q);
+        return;
+    }
     for (uint32_t i = 0; i < txq->nfrags; i++) {
         total += txq->frag_len[i];
     }
-    /* Less than an Ethernet header goes the long way, to be refused */
-    if (total >= ETH_HLEN && total <= IXGBE_TX_PLAIN_MAX &&
-        ixgbe_tx_plain(core, q, txq)) {
-        ixgbe_tx_send_plain(core, q, txq, &out);
-        return;
-    }
-    if (ixgbe_tx_map(core, q, txq, total)) {
-        if (net_tx_pkt_parse(pkt) && ixgbe_tx_offloads(core, q, txq, pkt)) {
-            /*
-             * The peer never gets a virtio-net header from this device:
-             * offloads (checksums, TSO segmentation) are done here.
-             */
-            net_tx_pkt_send_custom(pkt, false, ixgbe_tx_out, &out);
-        } else {
-            qemu_log_mask(LOG_GUEST_ERROR,
-                          "ixgbe: txq %u: malformed frame or offload request, "
-                          "frame dropped\n", q);
-        }
-    }
-    net_tx_pkt_reset(pkt, net_tx_pkt_unmap_frag_pci,
-                     ixgbe_queue_dma_dev(core, q));
+    core->tx_busy = true;
+    ixgbe_tx_send_pkt(core, q, txq, &out, total);
+    core->tx_busy = false;
 }
 
 /* Process one descriptor; returns true when it asks for status (RS) */

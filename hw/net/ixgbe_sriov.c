@@ -144,9 +144,13 @@ static void ixgbe_vf_vector_timer(void *opaque)
     IxgbeCore *core = vec->core;
     unsigned idx = vec - &core->vf_vec[0][0];
 
+    if (!ixgbe_core_enter(core, "VF interrupt timer", -1, 0)) {
+        return;
+    }
     vec->armed = false;
     ixgbe_vf_fire(core, idx / IXGBE_VF_MSIX_VECTORS,
                   BIT(idx % IXGBE_VF_MSIX_VECTORS));
+    ixgbe_core_leave(core);
 }
 
 /* Raise the cause an IVAR entry (queue or mailbox) routes to */
@@ -675,6 +679,7 @@ uint32_t ixgbe_vf_read(IxgbeCore *core, unsigned vfn, hwaddr addr)
     d = ixgbe_vf_reg_desc(addr, &idx);
     if (!d) {
         trace_ixgbe_vf_reg_unmodelled(vfn, addr, 0, false);
+        ixgbe_log_unimp(core, vfn, addr, false);
         return 0;
     }
     if (d->map == IXGBE_VF_OWN) {
@@ -696,6 +701,7 @@ void ixgbe_vf_write(IxgbeCore *core, unsigned vfn, hwaddr addr, uint32_t val)
     d = ixgbe_vf_reg_desc(addr, &idx);
     if (!d) {
         trace_ixgbe_vf_reg_unmodelled(vfn, addr, val, true);
+        ixgbe_log_unimp(core, vfn, addr, true);
         return;
     }
     trace_ixgbe_vf_reg_write(vfn, addr, d->name, val);

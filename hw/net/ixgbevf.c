@@ -47,25 +47,47 @@ static IxgbeCore *ixgbevf_core(PCIDevice *d)
     return ixgbe_pf_core(pcie_sriov_get_pf(d));
 }
 
-static uint64_t ixgbevf_mmio_read(void *opaque, hwaddr addr, unsigned size)
+/*
+ * A VF's registers are the PF's core: an access takes the PF's guard
+ * (ixgbe_core_enter), so one that comes from the device's own DMA, of
+ * any function, is refused like one to the PF's BARs.
+ */
+static MemTxResult ixgbevf_mmio_read(void *opaque, hwaddr addr,
+                                     uint64_t *val, unsigned size,
+                                     MemTxAttrs attrs)
 {
     PCIDevice *d = opaque;
+    IxgbeCore *core = ixgbevf_core(d);
+    int vfn = pcie_sriov_vf_number(d);
 
-    return ixgbe_bar_read(ixgbevf_core(d), pcie_sriov_vf_number(d), addr);
+    if (!ixgbe_core_enter(core, "VF register read", vfn, addr)) {
+        *val = 0;
+        return MEMTX_ACCESS_ERROR;
+    }
+    *val = ixgbe_bar_read(core, vfn, addr);
+    ixgbe_core_leave(core);
+    return MEMTX_OK;
 }
 
-static void ixgbevf_mmio_write(void *opaque, hwaddr addr, uint64_t val,
-                               unsigned size)
+static MemTxResult ixgbevf_mmio_write(void *opaque, hwaddr addr,
+                                      uint64_t val, unsigned size,
+                                      MemTxAttrs attrs)
 {
     PCIDevice *d = opaque;
+    IxgbeCore *core = ixgbevf_core(d);
+    int vfn = pcie_sriov_vf_number(d);
 
-    ixgbe_bar_write(ixgbevf_core(d), pcie_sriov_vf_number(d), addr, val,
-                    true);
+    if (!ixgbe_core_enter(core, "VF register write", vfn, addr)) {
+        return MEMTX_ACCESS_ERROR;
+    }
+    ixgbe_bar_write(core, vfn, addr, val, true);
+    ixgbe_core_leave(core);
+    return MEMTX_OK;
 }
 
 static const MemoryRegionOps ixgbevf_mmio_ops = {
-    .read = ixgbevf_mmio_read,
-    .write = ixgbevf_mmio_write,
+    .read_with_attrs = ixgbevf_mmio_read,
+    .write_with_attrs = ixgbevf_mmio_write,
     .endianness = DEVICE_LITTLE_ENDIAN,
     .impl = {
         .min_access_size = 4,
@@ -77,14 +99,20 @@ static void ixgbevf_write_config(PCIDevice *d, uint32_t addr, uint32_t val,
                                  int len)
 {
     uint32_t devctl = d->exp.exp_cap + PCI_EXP_DEVCTL;
+    IxgbeCore *core = ixgbevf_core(d);
 
+    if (!ixgbe_core_enter(core, "VF config write", pcie_sriov_vf_number(d),
+                          addr)) {
+        return;
+    }
     pci_default_write_config(d, addr, val, len);
     /* Tell the PF before the reset that pcie_cap_flr_write_config does */
     if (ranges_overlap(addr, len, devctl, 2) &&
         (pci_get_word(d->config + devctl) & PCI_EXP_DEVCTL_BCR_FLR)) {
-        ixgbe_vf_flr(ixgbevf_core(d), pcie_sriov_vf_number(d));
+        ixgbe_vf_flr(core, pcie_sriov_vf_number(d));
     }
     pcie_cap_flr_write_config(d, addr, val, len);
+    ixgbe_core_leave(core);
 }
 
 static void ixgbevf_pci_realize(PCIDevice *d, Error **errp)

@@ -583,6 +583,69 @@ static void test_migration_mid_packet(void)
     unlink(path);
 }
 
+/*
+ * The link as the source's backend had it travels: a port whose link was
+ * down (set_link) reads STATUS.LU and LINKS clear on the destination, and
+ * its link comes back up when the destination's backend says so.
+ */
+static void test_migration_link_down(void)
+{
+    g_autofree char *path = NULL;
+    IxgbeTest src, dst;
+
+    ixgbe_test_start(&src);
+    qtest_qmp_assert_success(src.qts, "{'execute': 'set_link', 'arguments': "
+                             "{'name': 'net0', 'up': false}}");
+    g_assert_cmphex(rd(&src, IXGBE_STATUS) & IXGBE_STATUS_LINK_UP, ==, 0);
+    path = save_to_file(&src);
+    ixgbe_test_stop(&src);
+
+    g_assert_true(load_from_file(&dst, path));
+    qtest_qmp_assert_success(dst.qts, "{'execute': 'cont'}");
+    g_assert_cmphex(rd(&dst, IXGBE_STATUS) & IXGBE_STATUS_LINK_UP, ==, 0);
+    g_assert_cmphex(rd(&dst, IXGBE_LINKS) & IXGBE_LINKS_UP, ==, 0);
+    qtest_qmp_assert_success(dst.qts, "{'execute': 'set_link', 'arguments': "
+                             "{'name': 'net0', 'up': true}}");
+    g_assert_cmphex(rd(&dst, IXGBE_STATUS) & IXGBE_STATUS_LINK_UP, ==,
+                    IXGBE_STATUS_LINK_UP);
+    ixgbe_test_stop(&dst);
+    unlink(path);
+
+    /* A port whose link was up stays up */
+    ixgbe_test_start(&src);
+    path = save_to_file(&src);
+    ixgbe_test_stop(&src);
+    g_assert_true(load_from_file(&dst, path));
+    g_assert_cmphex(rd(&dst, IXGBE_STATUS) & IXGBE_STATUS_LINK_UP, ==,
+                    IXGBE_STATUS_LINK_UP);
+    ixgbe_test_stop(&dst);
+    unlink(path);
+}
+
+/*
+ * A register the model does not know is kept as plain storage and
+ * reported once per offset (LOG_UNIMP), not once per access.
+ */
+static void test_unknown_register_logged_once(void)
+{
+    const uint32_t unknown = 0x0F7F0;
+    IxgbeTest t;
+
+    ixgbe_test_start(&t);
+    for (unsigned i = 0; i < 3; i++) {
+        wr(&t, unknown, 0x1234 + i);
+        g_assert_cmphex(rd(&t, unknown), ==, 0x1234 + i);
+    }
+    g_assert_cmpuint(ixgbe_test_log_count(&t, "unmodelled PF register"),
+                     ==, 1);
+    g_assert_cmpuint(ixgbe_test_log_count(&t, "0x0f7f0"), ==, 1);
+    rd(&t, unknown + 4);
+    rd(&t, unknown + 4);
+    g_assert_cmpuint(ixgbe_test_log_count(&t, "unmodelled PF register"),
+                     ==, 2);
+    ixgbe_test_stop(&t);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -598,6 +661,8 @@ int main(int argc, char **argv)
     qtest_add_func("ixgbe/bad-input/last-queue", test_last_queue);
     qtest_add_func("ixgbe/bad-input/loopback-short-frame",
                    test_loopback_short_frame);
+    qtest_add_func("ixgbe/bad-input/unknown-register-logged-once",
+                   test_unknown_register_logged_once);
     qtest_add_func("ixgbe/unplug/mid-packet-ram", test_unplug_mid_packet_ram);
     qtest_add_func("ixgbe/unplug/mid-packet-mmio",
                    test_unplug_mid_packet_mmio);
@@ -606,6 +671,7 @@ int main(int argc, char **argv)
     qtest_add_func("ixgbe/migration/bad-ioaddr", test_migration_bad_ioaddr);
     qtest_add_func("ixgbe/migration/bad-writeback",
                    test_migration_bad_writeback);
+    qtest_add_func("ixgbe/migration/link-down", test_migration_link_down);
 
     return g_test_run();
 }

@@ -66,7 +66,7 @@ void ixgbe_test_boot_model(IxgbeTest *t, const char *model, bool on_port,
                         "addr=%d -device %s,bus=rp0", IXGBE_TEST_PORT_SLOT,
                         model) :
         g_strdup_printf("-device %s,addr=%d", model, IXGBE_TEST_SLOT);
-    t->qs = qtest_pc_boot("-M q35 -nodefaults -d guest_errors -D %s "
+    t->qs = qtest_pc_boot("-M q35 -nodefaults -d guest_errors,unimp -D %s "
                           "-netdev socket,fd=%d,id=net0 "
                           "%s,id=nic0,netdev=net0,mac=" IXGBE_TEST_MAC
                           ",romfile= %s",
@@ -304,12 +304,19 @@ void tx_put_data(IxgbeTest *t, uint64_t ring, unsigned idx,
                  uint64_t buf, uint32_t len, uint32_t paylen,
                  uint32_t cmd)
 {
+    tx_put_desc(t, ring, idx, buf, len, cmd, paylen << TXD_PAYLEN_SHIFT);
+}
+
+/* The same with olinfo_status as given (offload requests, PAYLEN) */
+void tx_put_desc(IxgbeTest *t, uint64_t ring, unsigned idx, uint64_t buf,
+                 uint32_t len, uint32_t cmd, uint32_t olinfo)
+{
     uint8_t d[DESC_SIZE];
 
     stq_le_p(d, buf);
     stl_le_p(d + 8, len | IXGBE_TXD_DTYP_DATA | IXGBE_TXD_CMD_DEXT |
              IXGBE_TXD_CMD_IFCS | cmd);
-    stl_le_p(d + 12, paylen << TXD_PAYLEN_SHIFT);
+    stl_le_p(d + 12, olinfo);
     qtest_memwrite(t->qts, ring + idx * DESC_SIZE, d, sizeof(d));
 }
 

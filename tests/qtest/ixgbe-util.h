@@ -81,6 +81,8 @@ uint64_t tx_ring_setup(IxgbeTest *t, unsigned q, unsigned ndesc,
 void tx_put_data(IxgbeTest *t, uint64_t ring, unsigned idx,
                  uint64_t buf, uint32_t len, uint32_t paylen,
                  uint32_t cmd);
+void tx_put_desc(IxgbeTest *t, uint64_t ring, unsigned idx, uint64_t buf,
+                 uint32_t len, uint32_t cmd, uint32_t olinfo);
 bool tx_dd(IxgbeTest *t, uint64_t ring, unsigned idx);
 void tx_send_frame(IxgbeTest *t, unsigned q, uint64_t ring, unsigned idx,
                    const uint8_t *frame, size_t len);
