@@ -178,13 +178,14 @@ PROJECT_PYTHON=(env "PYTHONPATH=$PROJECT_PYTHONPATH${PYTHONPATH:+:$PYTHONPATH}" 
 SANITIZER_BUILD_DIR="$BUILD_DIR/qemu-fuzz"
 export SANITIZER_BUILD_DIR
 
-# QEMU's own unit tests that cover QEMU code the patch series changes
+# QEMU's own tests (unit tests, qtests) of QEMU code the patch series changes
 # (ninja targets of the QEMU build): scripts/build-qemu.sh builds them and
 # scripts/run-qtest.sh runs them with the ixgbe qtests.
 # shellcheck disable=SC2034 # used by the scripts that source this file
 QEMU_UNIT_TESTS=(
     tests/unit/test-io-task # qemu-patches: io/task, results at default priority
     tests/unit/test-ixgbe-iov # the model's iovec walk, CRC and checksum
+    tests/qtest/pcie-sriov-test # qemu-patches: pcie_sriov, NumVFs on load
 )
 
 # Export ASAN_OPTIONS and UBSAN_OPTIONS so that any sanitizer report ends
