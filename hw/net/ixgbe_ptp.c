@@ -32,12 +32,14 @@ static uint64_t ixgbe_ptp_now(IxgbeCore *core)
     uint32_t timinca = ixgbe_get(core, IXGBE_TIMINCA);
     uint32_t ip = timinca >> IXGBE_TIMINCA_IP_SHIFT;
     uint64_t iv = timinca & IXGBE_TIMINCA_IV_MASK;
-    int64_t elapsed = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) - core->ptp.base_ns;
-    uint64_t periods;
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    uint64_t elapsed, periods;
 
-    if (!ip || !iv || elapsed <= 0) {
+    /* base_ns may come from a migration stream: no signed overflow */
+    if (!ip || !iv || now <= core->ptp.base_ns) {
         return core->ptp.base;
     }
+    elapsed = (uint64_t)now - (uint64_t)core->ptp.base_ns;
     periods = muldiv64(elapsed, IXGBE_PTP_PERIODS_NUM,
                        IXGBE_PTP_PERIODS_DEN) / ip;
     return core->ptp.base + periods * iv;

@@ -623,6 +623,44 @@ static void test_migration_link_down(void)
 }
 
 /*
+ * A stream whose PTP clock segment starts at the far past or the far
+ * future of the virtual clock: SYSTIM reads without signed overflow (the
+ * sanitizer build reports any) and runs on from there.
+ */
+static void test_migration_ptp_extreme_base(void)
+{
+    static const int64_t bases[] = { INT64_MIN, INT64_MAX };
+
+    for (unsigned i = 0; i < ARRAY_SIZE(bases); i++) {
+        g_autofree char *path = NULL;
+        uint8_t pat[12] = { 0 }, with[12] = { 0 };
+        IxgbeTest src, dst;
+        int64_t at;
+
+        ixgbe_test_start(&src);
+        wr(&src, IXGBE_TIMINCA, (1u << IXGBE_TIMINCA_IP_SHIFT) | 0x00CCCCCC);
+        at = qtest_clock_step(src.qts, 0x123456789);
+        wr(&src, IXGBE_SYSTIMH, 0x11223344);
+        /* The segment's start in virtual time, then the SYSTIMH latch */
+        stq_be_p(pat, at);
+        stq_be_p(with, bases[i]);
+        path = save_to_file(&src);
+        ixgbe_test_stop(&src);
+
+        patch_stream(path, pat, sizeof(pat), with);
+        g_assert_true(load_from_file(&dst, path));
+        qtest_qmp_assert_success(dst.qts, "{'execute': 'cont'}");
+        rd(&dst, IXGBE_SYSTIML);
+        rd(&dst, IXGBE_SYSTIMH);
+        qtest_clock_step(dst.qts, 1000);
+        rd(&dst, IXGBE_SYSTIML);
+        assert_device_works(&dst);
+        ixgbe_test_stop(&dst);
+        unlink(path);
+    }
+}
+
+/*
  * A register the model does not know is kept as plain storage and
  * reported once per offset (LOG_UNIMP), not once per access.
  */
@@ -672,6 +710,8 @@ int main(int argc, char **argv)
     qtest_add_func("ixgbe/migration/bad-writeback",
                    test_migration_bad_writeback);
     qtest_add_func("ixgbe/migration/link-down", test_migration_link_down);
+    qtest_add_func("ixgbe/migration/ptp-extreme-base",
+                   test_migration_ptp_extreme_base);
 
     return g_test_run();
 }
