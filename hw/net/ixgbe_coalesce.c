@@ -119,11 +119,20 @@ static void ixgbe_apply_held(IxgbeCore *core)
     }
 }
 
-/* Everything queued so far, KVM's ring and the device's own, applied */
+/*
+ * Everything queued so far applied, from outside the device (a timer, the
+ * VM stopping): KVM's ring first, whose writes reach the BARs through the
+ * memory core like any access and so must not find the device's guard
+ * taken (they would be refused as re-entrant), then the writes the device
+ * holds itself, inside its re-entrancy domain.
+ */
 void ixgbe_coalesce_flush(IxgbeCore *core)
 {
     qemu_flush_coalesced_mmio_buffer();
-    ixgbe_apply_held(core);
+    if (ixgbe_core_enter(core, "held register writes", -1, 0)) {
+        ixgbe_apply_held(core);
+        ixgbe_core_leave(core);
+    }
 }
 
 uint32_t ixgbe_bar_read(IxgbeCore *core, int vf, hwaddr addr)
@@ -179,13 +188,9 @@ static void ixgbe_coalesce_starved(void *opaque)
     IxgbeCore *core = opaque;
     IxgbeCoalesce *c = &core->coalesce;
 
-    if (!ixgbe_core_enter(core, "starved-frame timer", -1, 0)) {
-        return;
-    }
     trace_ixgbe_rx_starved(c->starve_ns);
     /* A tail write among them takes the frame or holds it anew */
     ixgbe_coalesce_flush(core);
-    ixgbe_core_leave(core);
     if (c->rx_waiting && !timer_pending(c->starve_timer)) {
         c->starve_ns = MIN(c->starve_ns * 2, IXGBE_STARVE_MAX_NS);
         timer_mod(c->starve_timer,

@@ -1214,8 +1214,11 @@ static void ixgbe_vm_state_change(void *opaque, bool running, RunState state)
 {
     IxgbeCore *core = opaque;
 
-    if (!running && ixgbe_core_enter(core, "VM stop", -1, 0)) {
-        ixgbe_coalesce_flush(core);
+    if (running) {
+        return;
+    }
+    ixgbe_coalesce_flush(core);
+    if (ixgbe_core_enter(core, "VM stop", -1, 0)) {
         ixgbe_rx_flush_all(core, false);
         ixgbe_core_leave(core);
     }
