@@ -340,6 +340,7 @@
 #define IXGBE_FDIRM_FLEX            (1u << 4)
 #define IXGBE_FDIRM_DIPV6           (1u << 5)
 #define IXGBE_SECRXSTAT_RDY         (1u << 0)
+#define IXGBE_SECRXSTAT_OFF_DIS     (1u << 1)   /* IPsec fused off */
 
 /* Transmit */
 #define IXGBE_TXQ_BASE      0x06000     /* queues 0..127, 0x40 apart */
@@ -367,6 +368,7 @@
 #define IXGBE_TDWBAL_HEAD_WB_EN     (1u << 0)
 #define IXGBE_DMATXCTL_TE           (1u << 0)
 #define IXGBE_SECTXSTAT_RDY         (1u << 0)
+#define IXGBE_SECTXSTAT_OFF_DIS     (1u << 1)   /* IPsec fused off */
 
 /* Statistics (all read-to-clear) */
 #define IXGBE_CRCERRS       0x04000

@@ -229,6 +229,15 @@ static void test_init_registers(void)
     g_assert_cmphex(links & (IXGBE_LINKS_UP | IXGBE_LINKS_SPEED_10G), ==,
                     IXGBE_LINKS_UP | IXGBE_LINKS_SPEED_10G);
 
+    /*
+     * The inline IPsec engine is not modelled: its fuses say so, and the
+     * driver then offers no ESP offload (never one that does nothing)
+     */
+    g_assert_cmphex(rd(&t, IXGBE_SECTXSTAT) & IXGBE_SECTXSTAT_OFF_DIS, ==,
+                    IXGBE_SECTXSTAT_OFF_DIS);
+    g_assert_cmphex(rd(&t, IXGBE_SECRXSTAT) & IXGBE_SECRXSTAT_OFF_DIS, ==,
+                    IXGBE_SECRXSTAT_OFF_DIS);
+
     /* EEPROM present, auto-read done: the driver uses EERD, no bit-bang */
     eec = rd(&t, IXGBE_EEC);
     g_assert_cmphex(eec & (IXGBE_EEC_PRES | IXGBE_EEC_ARD), ==,
