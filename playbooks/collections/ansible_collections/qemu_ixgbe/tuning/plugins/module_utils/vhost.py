@@ -4,7 +4,8 @@
 #
 # This file is both an Ansible module_utils (imported by the vhost_pin
 # module) and, copied verbatim, the stand-alone helper that the libvirt qemu
-# hook runs on every domain start. Standard library only.
+# hook runs on every domain start, with the collection's cpulist.py beside it
+# as qemu_ixgbe_cpulist.py. Standard library only.
 #
 # Where the workers live:
 #   * Linux >= 6.4: vhost workers are threads of the QEMU process itself
@@ -31,47 +32,11 @@ import time
 import xml.etree.ElementTree as ET
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, TextIO, Tuple
 
-
-# A copy of cpulist.py's block (this file must run without the collection).
-# --- cpulist: begin ---------------------------------------------------------
-class CpuListError(ValueError):
-    """Text that is not a Linux CPU list."""
-
-
-_CPU_RANGE = re.compile(r"([0-9]+)(?:\s*-\s*([0-9]+))?\Z")
-
-
-def parse_cpulist(text: str) -> List[int]:
-    """Parse a Linux CPU list ("0-3,8,10-11") into a sorted list of ints."""
-    cpus: Set[int] = set()
-    text = (text or "").strip()
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        m = _CPU_RANGE.match(part)
-        if not m:
-            raise CpuListError("bad CPU list element %r in %r" % (part, text))
-        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
-        if lo > hi:
-            raise CpuListError("bad CPU range %r in %r" % (part, text))
-        cpus.update(range(lo, hi + 1))
-    return sorted(cpus)
-
-
-def format_cpulist(cpus: Iterable[int]) -> str:
-    """Format CPUs as a compact Linux CPU list ("0-3,8")."""
-    ordered = sorted(set(int(c) for c in cpus))
-    out: List[str] = []
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        out.append("%d-%d" % (ordered[i], ordered[j]) if j > i else str(ordered[i]))
-        i = j + 1
-    return ",".join(out)
-# --- cpulist: end -----------------------------------------------------------
+try:
+    from ansible_collections.qemu_ixgbe.tuning.plugins.module_utils.cpulist import (
+        format_cpulist, parse_cpulist)
+except ImportError:  # the stand-alone hook helper: cpulist.py is installed beside it
+    from qemu_ixgbe_cpulist import format_cpulist, parse_cpulist  # type: ignore
 
 
 # ------------------------------------------------------------------- pure --
