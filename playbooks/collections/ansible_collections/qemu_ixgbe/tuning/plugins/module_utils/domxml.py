@@ -208,15 +208,21 @@ def _cpu_feature(cpu: ET.Element, name: str, changes: Changes) -> None:
 
 # ----------------------------------------------------------- memory backing --
 
+def _memory_backing_now(mb: Optional[ET.Element]) -> Tuple[bool, bool, bool]:
+    """Whether a <memoryBacking> has huge pages, a memfd source and shared access."""
+    if mb is None:
+        return False, False, False
+    src, acc = mb.find("source"), mb.find("access")
+    return (mb.find("hugepages") is not None,
+            src is not None and src.get("type") == "memfd",
+            acc is not None and acc.get("mode") == "shared")
+
+
 def _memory_backing(root: ET.Element, kind: str, changes: Changes) -> None:
     if kind not in ("hugepages", "memfd", "default"):
         raise PlanError("memory backing must be hugepages, memfd or default, got %r" % kind)
     mb = root.find("memoryBacking")
-    have_huge = mb is not None and mb.find("hugepages") is not None
-    src = mb.find("source") if mb is not None else None
-    have_memfd = src is not None and src.get("type") == "memfd"
-    acc = mb.find("access") if mb is not None else None
-    shared = acc is not None and acc.get("mode") == "shared"
+    have_huge, have_memfd, shared = _memory_backing_now(mb)
     want = {"hugepages": (True, False, True), "memfd": (False, True, True),
             "default": (False, False, False)}[kind]
     if (have_huge, have_memfd, shared) == want:
