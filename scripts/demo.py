@@ -20,6 +20,7 @@ Logs: $BUILD_DIR/demo/ (the report, the VM's console, agent and QEMU logs).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shlex
 import sys
@@ -35,6 +36,7 @@ from ixgbe_testlib.parsers import parse_ethtool_stats
 from ixgbe_testlib.sysguest import (
     Lab,
     SystemdVM,
+    Wire,
     iperf3_mbps,
     ixgbe_wire,
     pick_accel,
@@ -44,6 +46,7 @@ from ixgbe_testlib.sysguest import (
     rootfs_image,
     rx_queue_packets,
 )
+from ixgbe_testlib.vm import Result
 
 VCPUS = 4
 PROFILES = ("throughput", "latency", "forwarding")
@@ -202,6 +205,26 @@ def run_demo(args: argparse.Namespace, report: Report, log_dir: Path) -> None:
             vm.shutdown()
 
 
+@dataclasses.dataclass
+class Demo:
+    """What every step of the demo works with: the booted guest, its 82599 port
+    (`dev`, `q` quoted for the shell) and the host-side peer."""
+
+    args: argparse.Namespace
+    report: Report
+    vm: SystemdVM
+    lab: Lab
+    dev: str
+
+    @property
+    def q(self) -> str:
+        return shlex.quote(self.dev)
+
+    @property
+    def wire(self) -> Wire:
+        return self.lab.wire("ixgbe")
+
+
 def demo_steps(
     args: argparse.Namespace,
     report: Report,
@@ -211,11 +234,56 @@ def demo_steps(
     nettune_src: Path,
     boot_s: float,
 ) -> None:
-    wire = lab.wire("ixgbe")
-    pci = vm.pci_address(dev)
-    q = shlex.quote(dev)
+    d = Demo(args, report, vm, lab, dev)
+    device_section(d, boot_s)
+    probe_and_link(d)
 
-    # ---- device
+    # ---- nettune: install, plan
+    vm.put_tree(nettune_src, "/root/nettune-src")
+    vm.sh(f"bash /root/nettune-src/install.sh --profile {shlex.quote(args.profile)}", timeout=180)
+    plan_text = vm.sh(f"nettune plan -i {d.q}", timeout=180)
+    sysctls = plan_sysctls(plan_json(vm, "-i", dev))
+
+    # ---- before / apply / after / verify
+    before = readings(vm, [dev], sysctls)
+    apply = vm.run(f"nettune apply -i {d.q}", timeout=300)
+    report.step("nettune apply", apply.ok, f"rc={apply.rc}")
+    report.section(
+        f"tuning plan (nettune plan -i {dev}, profile {args.profile})",
+        [*indent(plan_text), "", f"  nettune apply -i {dev} (rc={apply.rc}):", *indent(apply.stdout, "    ")],
+    )
+    after = readings(vm, [dev], sysctls)
+    verify = vm.run(f"nettune verify -i {d.q}", timeout=300)
+    report.step(
+        "nettune verify",
+        verify.ok,
+        verify.stdout.strip().splitlines()[-1] if verify.stdout.strip() else f"rc={verify.rc}",
+    )
+
+    traffic(d)
+
+    # ---- revert
+    revert = vm.run("nettune revert", timeout=300)
+    report.step("nettune revert", revert.ok, f"rc={revert.rc}")
+    vm.wait_until(
+        "IRQs back after revert", lambda: f"{dev}-TxRx-0" in vm.run("cat /proc/interrupts").stdout, 120
+    )
+    reverted = readings(vm, [dev], sysctls)
+    report.section(f"before / after (readings of {dev} and the stack, taken in the guest)", [
+        *table([("before", flatten(before, dev)), ("after apply", flatten(after, dev)),
+                ("after revert", flatten(reverted, dev))]),
+    ])  # fmt: skip
+    report.section("verify result", indent(verify.stdout or f"(no output, rc={verify.rc})"))
+    revert_result(d, revert, before, reverted)
+    problems = vm.qemu_problems()
+    report.step(
+        "QEMU reported no device or guest errors", not problems, problems.splitlines()[0] if problems else ""
+    )
+
+
+def device_section(d: Demo, boot_s: float) -> None:
+    vm, q, wire = d.vm, d.q, d.wire
+    pci = vm.pci_address(d.dev)
     ids = vm.sh(
         f"cd /sys/class/net/{q}/device && echo $(cat vendor device subsystem_vendor subsystem_device)"
     ).split()
@@ -223,15 +291,17 @@ def demo_steps(
         f"udevadm info -q property -p /sys/class/net/{q} | sed -n 's/^ID_MODEL_FROM_DATABASE=//p'"
     ).stdout.strip()
     info = vm.sh(f"ethtool -i {q}")
-    report.section("device", [
+    d.report.section("device", [
         f"  guest: Debian {vm.rootfs.suite}, kernel {vm.release}, {VCPUS} vCPUs, systemd {vm.sh('systemctl --version | head -n1').split()[1]}",
         f"  PCI {pci}: vendor {ids[0]} device {ids[1]} (subsystem {ids[2]}:{ids[3]}) {model}",
-        f"  QEMU: {rel(vm.qemu)} -device ixgbe; wire: tap {wire.tap} in netns {lab.name} ({wire.host_ip} <-> {wire.guest_ip})",
+        f"  QEMU: {rel(vm.qemu)} -device ixgbe; wire: tap {wire.tap} in netns {d.lab.name} ({wire.host_ip} <-> {wire.guest_ip})",
         f"  booted in {boot_s:.0f} s ({vm.accel or 'tcg'})",
         *indent(info),
     ])  # fmt: skip
 
-    # ---- driver probe + link
+
+def probe_and_link(d: Demo) -> None:
+    vm, dev, q = d.vm, d.dev, d.q
     probe = vm.sh(f"dmesg | grep -E 'ixgbe|{dev}' | grep -v -E 'renamed from|PHC' | tail -n 12")
     link = vm.ethtool(dev)
     channels = vm.channels(dev)
@@ -241,115 +311,92 @@ def demo_steps(
         if ln.split() and ln.split()[-1].startswith(dev)
     ]
     link_ok = link.get("Link detected") == "yes" and link.get("Speed") == "10000Mb/s"
-    report.section("driver probe + link", [
+    d.report.section("driver probe + link", [
         *indent(probe),
         f"  link: {link.get('Speed')}, duplex {link.get('Duplex')}, link detected: {link.get('Link detected')}",
         f"  queues: {channels['current'].get('Combined')} combined (maximum {channels['max'].get('Combined')}); "
         f"MSI-X vectors: {', '.join(vectors)}",
         f"  address: {vm.sh(f'ip -br addr show {q}').strip()}",
     ])  # fmt: skip
-    report.step(
+    d.report.step(
         "probe and 10 Gb/s link",
         link_ok,
         f"{link.get('Speed')}, link {link.get('Link detected')}, {len(vectors)} vectors",
     )
-    ping = vm.ping(wire.host_ip, count=3)
-    report.step("ping host peer over the 82599", ping.ok and " 0% packet loss" in ping.stdout)
+    ping = vm.ping(d.wire.host_ip, count=3)
+    d.report.step("ping host peer over the 82599", ping.ok and " 0% packet loss" in ping.stdout)
 
-    # ---- nettune: install, plan
-    vm.put_tree(nettune_src, "/root/nettune-src")
-    vm.sh(f"bash /root/nettune-src/install.sh --profile {shlex.quote(args.profile)}", timeout=180)
-    plan_text = vm.sh(f"nettune plan -i {q}", timeout=180)
-    plan = plan_json(vm, "-i", dev)
-    sysctls = plan_sysctls(plan)
 
-    # ---- before / apply / after / verify
-    before = readings(vm, [dev], sysctls)
-    apply = vm.run(f"nettune apply -i {q}", timeout=300)
-    report.step("nettune apply", apply.ok, f"rc={apply.rc}")
-    report.section(
-        f"tuning plan (nettune plan -i {dev}, profile {args.profile})",
-        [*indent(plan_text), "", f"  nettune apply -i {dev} (rc={apply.rc}):", *indent(apply.stdout, "    ")],
-    )
-    after = readings(vm, [dev], sysctls)
-    verify = vm.run(f"nettune verify -i {q}", timeout=300)
-    report.step(
-        "nettune verify",
-        verify.ok,
-        verify.stdout.strip().splitlines()[-1] if verify.stdout.strip() else f"rc={verify.rc}",
-    )
+def tx_queue_packets(stats: dict[str, int]) -> dict[int, int]:
+    """{queue: packets} from ethtool -S's tx_queue_<n>_packets counters."""
+    return {
+        int(k.split("_")[2]): v
+        for k, v in stats.items()
+        if k.startswith("tx_queue_") and k.endswith("_packets")
+    }
 
-    # ---- traffic both ways, with per-queue counters
+
+def traffic(d: Demo) -> None:
+    """iperf3 both ways over the 82599, with the per-queue counters of each direction."""
+    vm, wire = d.vm, d.wire
     vm.sh(f"iperf3 -s -D -B {wire.guest_ip} -p {IPERF_PORT} --logfile /tmp/iperf3-server.log")
     vm.wait_until(
         "iperf3 server in the guest",
         lambda: "LISTEN" in vm.run(f"ss -Hltn 'sport = :{IPERF_PORT}'").stdout,
         30,
     )
-    traffic: list[str] = []
+    lines: list[str] = []
     per_queue: list[str] = []
     rx_used: set[int] = set()
     for name, reverse in (("host -> guest (guest receives)", False), ("guest -> host (guest sends)", True)):
-        s0 = parse_ethtool_stats(vm.sh(f"ethtool -S {q}"))
-        try:
-            rep = lab.iperf3_client(wire.guest_ip, IPERF_PORT, args.seconds, reverse=reverse, streams=4)
-            mbps = iperf3_mbps(rep)
-            retr = int(rep["end"].get("sum_sent", {}).get("retransmits", 0) or 0)
-            traffic.append(
-                f"  {name:<32} {mbps:9.1f} Mbit/s  ({args.seconds} s, 4 TCP streams, {retr} retransmits)"
-            )
-            report.step(f"iperf3 {name}", mbps > 1.0, f"{mbps:.1f} Mbit/s")
-        except GuestError as exc:
-            traffic.append(f"  {name:<32} FAILED: {exc}")
-            report.step(f"iperf3 {name}", False, str(exc).splitlines()[0])
+        counts = one_direction(d, name, reverse, lines)
+        if counts is None:
             continue
-        s1 = parse_ethtool_stats(vm.sh(f"ethtool -S {q}"))
-        rx0, rx1 = rx_queue_packets(s0), rx_queue_packets(s1)
-        tx0 = {
-            int(k.split("_")[2]): v
-            for k, v in s0.items()
-            if k.startswith("tx_queue_") and k.endswith("_packets")
-        }
-        tx1 = {
-            int(k.split("_")[2]): v
-            for k, v in s1.items()
-            if k.startswith("tx_queue_") and k.endswith("_packets")
-        }
         per_queue.append(f"  {name}:")
-        for i in sorted(rx1):
-            d_rx = rx1[i] - rx0.get(i, 0)
-            d_tx = tx1.get(i, 0) - tx0.get(i, 0)
+        for i, d_rx, d_tx in counts:
             if d_rx or d_tx:
                 per_queue.append(f"    queue {i}:  rx {d_rx:>9} packets   tx {d_tx:>9} packets")
             if d_rx > 0 and not reverse:
                 rx_used.add(i)
-    report.section("traffic (iperf3 between the host peer and the guest, over the 82599)", traffic)
-    report.section(f"per-queue distribution (ethtool -S {dev}, deltas)", per_queue)
-    report.step(
+    d.report.section("traffic (iperf3 between the host peer and the guest, over the 82599)", lines)
+    d.report.section(f"per-queue distribution (ethtool -S {d.dev}, deltas)", per_queue)
+    d.report.step(
         "RSS spreads received flows over several RX queues",
         len(rx_used) >= 2,
         f"RX queues used: {sorted(rx_used)}",
     )
 
-    # ---- revert
-    revert = vm.run("nettune revert", timeout=300)
-    report.step("nettune revert", revert.ok, f"rc={revert.rc}")
-    vm.wait_until(
-        "IRQs back after revert", lambda: f"{dev}-TxRx-0" in vm.run("cat /proc/interrupts").stdout, 120
-    )
-    reverted = readings(vm, [dev], sysctls)
 
-    fb, fa, fr = flatten(before, dev), flatten(after, dev), flatten(reverted, dev)
-    report.section(f"before / after (readings of {dev} and the stack, taken in the guest)", [
-        *table([("before", fb), ("after apply", fa), ("after revert", fr)]),
-    ])  # fmt: skip
-    report.section("verify result", indent(verify.stdout or f"(no output, rc={verify.rc})"))
+def one_direction(d: Demo, name: str, reverse: bool, lines: list[str]) -> list[tuple[int, int, int]] | None:
+    """One iperf3 run (a line in `lines`, a step); the (queue, rx, tx) packet deltas
+    of every RX queue, or None when iperf3 failed."""
+    vm, q, args = d.vm, d.q, d.args
+    s0 = parse_ethtool_stats(vm.sh(f"ethtool -S {q}"))
+    try:
+        rep = d.lab.iperf3_client(d.wire.guest_ip, IPERF_PORT, args.seconds, reverse=reverse, streams=4)
+        mbps = iperf3_mbps(rep)
+        retr = int(rep["end"].get("sum_sent", {}).get("retransmits", 0) or 0)
+        lines.append(
+            f"  {name:<32} {mbps:9.1f} Mbit/s  ({args.seconds} s, 4 TCP streams, {retr} retransmits)"
+        )
+        d.report.step(f"iperf3 {name}", mbps > 1.0, f"{mbps:.1f} Mbit/s")
+    except GuestError as exc:
+        lines.append(f"  {name:<32} FAILED: {exc}")
+        d.report.step(f"iperf3 {name}", False, str(exc).splitlines()[0])
+        return None
+    s1 = parse_ethtool_stats(vm.sh(f"ethtool -S {q}"))
+    rx0, rx1 = rx_queue_packets(s0), rx_queue_packets(s1)
+    tx0, tx1 = tx_queue_packets(s0), tx_queue_packets(s1)
+    return [(i, rx1[i] - rx0.get(i, 0), tx1.get(i, 0) - tx0.get(i, 0)) for i in sorted(rx1)]
 
-    # revert result: everything back, except IRQ affinity values owned by irqbalance
+
+def revert_result(d: Demo, revert: Result, before: dict[str, Any], reverted: dict[str, Any]) -> None:
+    """Everything is back after revert, except IRQ affinity values owned by irqbalance."""
+    fb, fr = flatten(before, d.dev), flatten(reverted, d.dev)
     owned = before["irqbalance"] == "active"
     compared = [k for k in fb if not (owned and k.startswith("IRQ "))]
     differ = [k for k in compared if fr.get(k) != fb[k]]
-    irq_names_same = sorted(before["irq"][dev]) == sorted(reverted["irq"][dev])
+    irq_names_same = sorted(before["irq"][d.dev]) == sorted(reverted["irq"][d.dev])
     lines = indent(revert.stdout.strip() or "(no output)")
     lines.append("")
     if owned:
@@ -361,16 +408,12 @@ def demo_steps(
         f"  readings back to their value before apply: {len(compared) - len(differ)} of {len(compared)}"
         + (f"; differ: {', '.join(differ)}" if differ else "")
     )
-    report.section("revert result", lines)
-    report.step(
+    d.report.section("revert result", lines)
+    d.report.step(
         "revert restores the readings",
         revert.ok and not differ and irq_names_same,
         f"{len(compared) - len(differ)} of {len(compared)} readings restored"
         + (f", {len(fb) - len(compared)} IRQ affinities left to irqbalance" if owned else ""),
-    )
-    problems = vm.qemu_problems()
-    report.step(
-        "QEMU reported no device or guest errors", not problems, problems.splitlines()[0] if problems else ""
     )
 
 

@@ -182,15 +182,7 @@ def prepare_image(args: argparse.Namespace, work: Path) -> GuestImage:
     for m in args.module:
         if not m.is_file():
             raise BadInput(f"module {m} not found")
-    kernel: Path | None = None
-    if args.kernel_tree:
-        kernel = args.kernel_tree / "arch" / "x86" / "boot" / "bzImage"
-        if not kernel.is_file():
-            raise BadInput(f"{kernel} not found: build the kernel first (make bzImage modules)")
-    elif args.bzimage:
-        kernel = args.bzimage
-        if not kernel.is_file():
-            raise BadInput(f"kernel image {kernel} not found")
+    kernel = kernel_image(args)
     if kernel is None and not args.module:
         return base
     initrd = work / "initrd.img"
@@ -201,6 +193,26 @@ def prepare_image(args: argparse.Namespace, work: Path) -> GuestImage:
             module_files=[str(m) for m in args.module], extra_modules=args.load)
     except guestimage.ImageError as exc:
         raise BadInput(str(exc)) from exc
+    say_overlay(summary, kernel, base)
+    return GuestImage(base.kernel, kernel or base.vmlinuz, initrd, summary.release)
+
+
+def kernel_image(args: argparse.Namespace) -> Path | None:
+    """The bzImage of --kernel-tree or --bzimage (None: the image's own kernel)."""
+    if args.kernel_tree:
+        kernel: Path = args.kernel_tree / "arch" / "x86" / "boot" / "bzImage"
+        if not kernel.is_file():
+            raise BadInput(f"{kernel} not found: build the kernel first (make bzImage modules)")
+        return kernel
+    if args.bzimage:
+        if not args.bzimage.is_file():
+            raise BadInput(f"kernel image {args.bzimage} not found")
+        return Path(args.bzimage)
+    return None
+
+
+def say_overlay(summary: guestimage.Summary, kernel: Path | None, base: GuestImage) -> None:
+    """What the overlay changed: the kernel and its modules, or the modules replaced and added."""
     if kernel is not None:
         say(f"kernel {kernel} ({summary.release}), userland of guest image {base.kernel}"
             + (f", {len(summary.added)} modules from {summary.modules_from}"
@@ -210,7 +222,6 @@ def prepare_image(args: argparse.Namespace, work: Path) -> GuestImage:
     if kernel is None:
         for rel in summary.added:
             say(f"module {rel} added")
-    return GuestImage(base.kernel, kernel or base.vmlinuz, initrd, summary.release)
 
 
 def boot_failure(vm: VM, exc: Exception, boot_timeout: int) -> str:
@@ -301,17 +312,6 @@ def run(args: argparse.Namespace) -> int:
         for model in set(models):
             if not has_device(NIC_DEVICES[model]):
                 raise BadInput(f"this QEMU has no -device {NIC_DEVICES[model]}")
-        append = []
-        if not args.no_network:
-            append.append("guest.net=dhcp")
-            if args.queues:
-                append.append(f"guest.queues={args.queues}")
-        if args.load:
-            append.append("guest.modules=" + ",".join(args.load))
-        if args.shell:
-            append.append("guest.shell=ttyS1")
-        if args.append:
-            append.append(args.append)
 
         def shell_port(sock_dir: Path) -> list[str]:
             if not args.shell:
@@ -321,7 +321,7 @@ def run(args: argparse.Namespace) -> int:
 
         vm = VM(image, name="vm", log_dir=log_root, smp=args.smp, memory_mb=args.memory,
                 args=nic_args(models) + list(args.qemu_arg), args_factory=shell_port,
-                append=" ".join(append), accel=args.accel, boot_timeout=args.boot_timeout)
+                append=kernel_append(args), accel=args.accel, boot_timeout=args.boot_timeout)
         say(f"booting {image.release} ({image.vmlinuz}) with {len(models)} NIC(s) "
             f"{' '.join(models)}, {args.smp} vCPUs; logs in {vm.log_dir}")
         t0 = time.monotonic()
@@ -334,20 +334,7 @@ def run(args: argparse.Namespace) -> int:
             for line in vm.console_text().splitlines():
                 if line.startswith("guest-net: "):  # scripts/guest/netsetup's report
                     say(line.removeprefix("guest-net: ").rstrip())
-            rc = 0
-            if args.command:
-                cmd = " ".join(args.command)
-                say(f"$ {cmd}")
-                res = vm.run(cmd, timeout=args.timeout)
-                sys.stdout.write(res.stdout)
-                sys.stdout.flush()
-                if res.timed_out:
-                    say(f"the command did not finish within {args.timeout} s and was killed "
-                        f"(exit {EXIT_TIMEOUT}); console: {vm.serial_log}")
-                    rc = EXIT_TIMEOUT
-                else:
-                    rc = res.rc
-                    say(f"exit status {rc} after {res.seconds:.1f} s")
+            rc = run_command(vm, args) if args.command else 0
             if args.shell:
                 ended = interactive_shell(vm.sock_path("shell"))
                 say({"exit": "the guest shell exited", "detach": "detached from the guest shell",
@@ -359,6 +346,37 @@ def run(args: argparse.Namespace) -> int:
             vm.shutdown()
             say(f"logs: {vm.serial_log} (console), {vm.log_dir / 'dmesg.log'} (dmesg), "
                 f"{vm.agent_log} (commands)")
+
+
+def kernel_append(args: argparse.Namespace) -> str:
+    """The guest image's kernel parameters for the network, modules and shell asked for."""
+    append = []
+    if not args.no_network:
+        append.append("guest.net=dhcp")
+        if args.queues:
+            append.append(f"guest.queues={args.queues}")
+    if args.load:
+        append.append("guest.modules=" + ",".join(args.load))
+    if args.shell:
+        append.append("guest.shell=ttyS1")
+    if args.append:
+        append.append(args.append)
+    return " ".join(append)
+
+
+def run_command(vm: VM, args: argparse.Namespace) -> int:
+    """Run the command line in the guest, its output on stdout; its exit status."""
+    cmd = " ".join(args.command)
+    say(f"$ {cmd}")
+    res = vm.run(cmd, timeout=args.timeout)
+    sys.stdout.write(res.stdout)
+    sys.stdout.flush()
+    if res.timed_out:
+        say(f"the command did not finish within {args.timeout} s and was killed "
+            f"(exit {EXIT_TIMEOUT}); console: {vm.serial_log}")
+        return EXIT_TIMEOUT
+    say(f"exit status {res.rc} after {res.seconds:.1f} s")
+    return res.rc
 
 
 def main(argv: Sequence[str] | None = None) -> int:

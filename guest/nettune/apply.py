@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Set, TextIO
+from typing import Any, Callable, Dict, List, Optional, Set, TextIO, Union
 
 from .discover import Facts
 from .errors import ApplyError, NettuneError, PrivilegeError
@@ -82,8 +82,36 @@ class _Run:
     state: Dict[str, Any]
     baseline: Dict[str, Reading]
     out: TextIO
+    plan: Plan
     refused: Set[str] = field(default_factory=set)
     done: List[_Done] = field(default_factory=list)
+
+    def stages(self, config: Config, discover_fn: Callable[[], Facts]) -> None:
+        """Change the NIC (ethtool) settings, then the system ones, planned again when
+        the first stage changed anything."""
+        for stage in (STAGE_ETHTOOL, STAGE_SYSTEM):
+            if stage == STAGE_SYSTEM and self.done:
+                # Channel and ring changes can re-create queues and IRQs: look again.
+                self.plan = make_plan(discover_fn(), config)
+                preflight(self.host, self.plan.stage(STAGE_SYSTEM), self.store)
+            elif stage == STAGE_SYSTEM:
+                self.baseline = {}      # nothing re-created the queues: readings are current
+            for s in self.plan.stage(stage):
+                self.change(self.plan, s)
+
+    def undo(self, before: Optional[Dict[str, Any]], e: Union[NettuneError, OSError]) -> ApplyError:
+        """Put back what this run changed and the state file as it was; the error to raise."""
+        msg = str(e) if isinstance(e, NettuneError) else f"{e.filename or ''}: {e.strerror or e}"
+        failed = _rollback(self.host, self.plan, self.done, self.out)
+        restored = len(self.done) - len(failed)
+        failed += restore_readings(self.host, self.baseline, self.out)
+        if before is None:
+            self.store.remove(self.state)
+        else:
+            self.store.save(before)
+        extra = f"; {len(failed)} could not be restored: {', '.join(failed)}" if failed else ""
+        return ApplyError(f"apply failed: {msg}. Restored the {restored} setting(s) "
+                          f"changed before the failure{extra}.")
 
     def change(self, plan: Plan, s: Setting) -> None:
         """Bring one setting to its planned value, recording its previous value first."""
@@ -147,36 +175,17 @@ def apply(host: Host, config: Config, store: StateStore, discover_fn: Callable[[
         before = store.load()
         state: Dict[str, Any] = copy.deepcopy(before) if before else {"version": 1, "changes": []}
         state["profile"] = plan.profile
-        run = _Run(host, store, state, baseline, out, refused=set(state.get("unsupported", [])))
+        run = _Run(host, store, state, baseline, out, plan, refused=set(state.get("unsupported", [])))
         try:
-            for stage in (STAGE_ETHTOOL, STAGE_SYSTEM):
-                if stage == STAGE_SYSTEM and run.done:
-                    # Channel and ring changes can re-create queues and IRQs: look again.
-                    facts = discover_fn()
-                    plan = make_plan(facts, config)
-                    preflight(host, plan.stage(STAGE_SYSTEM), store)
-                elif stage == STAGE_SYSTEM:
-                    run.baseline = {}      # nothing re-created the queues: readings are current
-                for s in plan.stage(stage):
-                    run.change(plan, s)
+            run.stages(config, discover_fn)
             record_driver_resets(host, run.state, run.baseline, out)
             store.save(run.state)
         except (NettuneError, OSError) as e:
-            msg = str(e) if isinstance(e, NettuneError) else f"{e.filename or ''}: {e.strerror or e}"
-            failed = _rollback(host, plan, run.done, out)
-            restored = len(run.done) - len(failed)
-            failed += restore_readings(host, run.baseline, out)
-            if before is None:
-                store.remove(run.state)
-            else:
-                store.save(before)
-            extra = f"; {len(failed)} could not be restored: {', '.join(failed)}" if failed else ""
-            raise ApplyError(f"apply failed: {msg}. Restored the {restored} setting(s) "
-                             f"changed before the failure{extra}.") from None
+            raise run.undo(before, e) from None
     if run.done:
-        out.write(f"applied profile {plan.profile}: {len(run.done)} change(s); previous values in {store.path}\n")
+        out.write(f"applied profile {run.plan.profile}: {len(run.done)} change(s); previous values in {store.path}\n")
     else:
-        out.write(f"nothing to change: all {len(plan.settings)} settings already as planned\n")
+        out.write(f"nothing to change: all {len(run.plan.settings)} settings already as planned\n")
     return 0
 
 

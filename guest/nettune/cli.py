@@ -14,7 +14,7 @@ from .errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, NettuneError, UsageError
 from .ethtool import RealEthtool, RecordedEthtool, dump_json
 from .host import Host
 from .linkwait import wait_up
-from .plan import format_plan, make_plan, select_interfaces, sysctl_names
+from .plan import Plan, format_plan, make_plan, select_interfaces, sysctl_names
 from .profiles import CATEGORIES, IRQBALANCE_POLICIES, PROFILES, Config, load_config
 from .revert import revert
 from .services import RealServices, RecordedServices
@@ -174,19 +174,12 @@ def run(argv: Optional[List[str]] = None, out: TextIO = sys.stdout) -> int:
     if cmd == "revert":
         return revert(host, store, out, dry_run=args.dry_run)
     if cmd == "wait-up":
-        if wait_up(host.root, args.interface, args.timeout):
-            out.write(f"{args.interface} is up\n")
-            return EXIT_OK
-        out.write(f"{args.interface} is not up after {args.timeout:g} s\n")
-        return EXIT_FAILED
+        return _wait_up(host, args, out)
     cfg = make_config(args, host.root)
     discover_fn = _discover_fn(host, cfg, getattr(args, "missing_ok", False), out)
     if cmd == "discover":
         facts = discover_fn()
-        if args.json:
-            out.write(dump_json(facts.to_json()))
-        else:
-            out.write(format_facts(facts, cfg.interfaces))
+        out.write(dump_json(facts.to_json()) if args.json else format_facts(facts, cfg.interfaces))
         return EXIT_OK
     if cmd == "apply":
         try:
@@ -201,24 +194,36 @@ def run(argv: Optional[List[str]] = None, out: TextIO = sys.stdout) -> int:
         out.write(dump_json(plan.to_json()) if args.json else format_plan(plan))
         return EXIT_OK
     if cmd == "verify":
-        state = store.load()
-        unsupported = list((state or {}).get("unsupported", []))
-        drift, checked = verify(host, plan, unsupported)
-        if args.json:
-            out.write(dump_json({"ok": not drift, "checked": checked, "drift": drift, "profile": plan.profile,
-                                 "unsupported": unsupported}))
-        else:
-            for d in drift:
-                who = f"{d['iface']} " if d["iface"] else ""
-                out.write(f"DRIFT {who}{d['label']}: want {d['want']}, have {d['have']}   ({d['target']})\n")
-            if drift:
-                out.write(f"verify: {len(drift)} of {checked} settings differ from the plan "
-                          f"(profile {plan.profile})\n")
-            else:
-                out.write(f"verify: all {checked} settings as planned (profile {plan.profile})"
-                          + (f"; {len(unsupported)} the driver refused not checked" if unsupported else "") + "\n")
-        return EXIT_FAILED if drift else EXIT_OK
+        return _verify(host, store, plan, args.json, out)
     raise UsageError(f"unknown command {cmd}")
+
+
+def _wait_up(host: Host, args: argparse.Namespace, out: TextIO) -> int:
+    if wait_up(host.root, args.interface, args.timeout):
+        out.write(f"{args.interface} is up\n")
+        return EXIT_OK
+    out.write(f"{args.interface} is not up after {args.timeout:g} s\n")
+    return EXIT_FAILED
+
+
+def _verify(host: Host, store: StateStore, plan: Plan, as_json: bool, out: TextIO) -> int:
+    state = store.load()
+    unsupported = list((state or {}).get("unsupported", []))
+    drift, checked = verify(host, plan, unsupported)
+    if as_json:
+        out.write(dump_json({"ok": not drift, "checked": checked, "drift": drift, "profile": plan.profile,
+                             "unsupported": unsupported}))
+        return EXIT_FAILED if drift else EXIT_OK
+    for d in drift:
+        who = f"{d['iface']} " if d["iface"] else ""
+        out.write(f"DRIFT {who}{d['label']}: want {d['want']}, have {d['have']}   ({d['target']})\n")
+    if drift:
+        out.write(f"verify: {len(drift)} of {checked} settings differ from the plan "
+                  f"(profile {plan.profile})\n")
+    else:
+        out.write(f"verify: all {checked} settings as planned (profile {plan.profile})"
+                  + (f"; {len(unsupported)} the driver refused not checked" if unsupported else "") + "\n")
+    return EXIT_FAILED if drift else EXIT_OK
 
 
 def main(argv: Optional[List[str]] = None) -> int:

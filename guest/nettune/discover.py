@@ -14,9 +14,9 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Pattern, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, NamedTuple, Optional, Pattern, Sequence, Tuple
 
-from .cpus import parse_cpulist
+from .cpus import format_cpulist, parse_cpulist
 from .ethtool import Ethtool, EthtoolError, EthtoolInfo
 from .services import Services
 from .sysfs import Root
@@ -238,72 +238,101 @@ def discover_cpu_flags(root: Root) -> CpuFlags:
     return CpuFlags(vendor=vendor, model_name=model, hypervisor=guest, present=present, advice=advice)
 
 
+class _Device(NamedTuple):
+    """What the device behind a net device tells: driver, PCI address, virtio device,
+    NUMA node, MSI vectors."""
+    path: Optional[str] = None
+    driver: Optional[str] = None
+    bus: Optional[str] = None
+    virtio: Optional[str] = None
+    numa: Optional[int] = None
+    msi: Tuple[int, ...] = ()
+
+
+def _device_facts(root: Root, dev_path: str) -> _Device:
+    driver = bus = virtio = None
+    numa: Optional[int] = None
+    msi: Tuple[int, ...] = ()
+    if root.exists(dev_path + "/driver"):
+        driver = posixpath.basename(root.resolve(dev_path + "/driver"))
+    if re.fullmatch(r"virtio\d+", posixpath.basename(dev_path)):
+        virtio = posixpath.basename(dev_path)
+    # Walk up to the PCI function (virtio-net's device is a child of it).
+    for p in _ancestors(dev_path):
+        if PCI_ADDR.match(posixpath.basename(p)):
+            bus = posixpath.basename(p)
+            msi = tuple(sorted(int(x) for x in root.listdir(p + "/msi_irqs") if x.isdigit()))
+            break
+    for p in _ancestors(dev_path):
+        node = _read_int(root, p + "/numa_node")
+        if node is not None:
+            numa = node if node >= 0 else None
+            break
+    return _Device(dev_path, driver, bus, virtio, numa, msi)
+
+
+def _ancestors(path: str) -> Iterator[str]:
+    """`path` and its parents, up to (not including) /sys/devices."""
+    while path not in ("/", "/sys", "/sys/devices"):
+        yield path
+        path = posixpath.dirname(path)
+
+
+def _queue_irq(irq: int, actions: List[str], pats: List[Tuple[Pattern[str], str]]) -> Optional[QueueIrq]:
+    """The first action of an IRQ that names one of the interface's queues."""
+    for action in actions:
+        for pat, kind in pats:
+            m = pat.match(action)
+            if m:
+                return QueueIrq(irq=irq, name=action, kind=kind, queue=int(m.group(1)))
+    return None
+
+
+def _assign_irqs(iface: Interface, interrupts: List[Tuple[int, List[str]]], msi: Sequence[int]) -> None:
+    """Sort the interrupts that belong to the interface into queue IRQs and other IRQs."""
+    pats = _queue_patterns(iface.name, iface.virtio, iface.bus_info)
+    for irq, actions in interrupts:
+        queue = _queue_irq(irq, actions, pats)
+        if queue is not None:
+            iface.queue_irqs.append(queue)
+            continue
+        for action in actions:
+            if (_is_other_irq(action, iface.name, iface.virtio, iface.bus_info)
+                    or (irq in msi and not _belongs_elsewhere(action, iface.name))):
+                iface.other_irqs.append(OtherIrq(irq=irq, name=action))
+                break
+    iface.queue_irqs.sort(key=lambda q: (q.queue, q.kind, q.irq))
+
+
+def _read_ethtool(iface: Interface, ethtool: Ethtool) -> None:
+    try:
+        iface.ethtool = ethtool.info(iface.name)
+    except EthtoolError as e:
+        iface.ethtool_error = str(e)
+    if iface.driver is None and iface.ethtool is not None:
+        iface.driver = iface.ethtool.driver
+
+
 def discover_interface(root: Root, name: str, interrupts: List[Tuple[int, List[str]]],
                        ethtool: Optional[Ethtool]) -> Interface:
     base = f"/sys/class/net/{name}"
     has_device = root.exists(base + "/device")
-    driver = bus = dev_path = virtio = None
-    numa: Optional[int] = None
-    msi: List[int] = []
-    if has_device:
-        dev_path = root.resolve(base + "/device")
-        if root.exists(dev_path + "/driver"):
-            driver = posixpath.basename(root.resolve(dev_path + "/driver"))
-        if re.fullmatch(r"virtio\d+", posixpath.basename(dev_path)):
-            virtio = posixpath.basename(dev_path)
-        # Walk up to the PCI function (virtio-net's device is a child of it).
-        p = dev_path
-        while p not in ("/", "/sys", "/sys/devices"):
-            if PCI_ADDR.match(posixpath.basename(p)):
-                bus = posixpath.basename(p)
-                msi = sorted(int(x) for x in root.listdir(p + "/msi_irqs") if x.isdigit())
-                break
-            p = posixpath.dirname(p)
-        p = dev_path
-        while p not in ("/", "/sys", "/sys/devices"):
-            node = _read_int(root, p + "/numa_node")
-            if node is not None:
-                numa = node if node >= 0 else None
-                break
-            p = posixpath.dirname(p)
+    dev = _device_facts(root, root.resolve(base + "/device")) if has_device else _Device()
     queues = root.listdir(base + "/queues")
     iface = Interface(
-        name=name, has_device=has_device, driver=driver, bus_info=bus, device_path=dev_path,
-        virtio=virtio, numa_node=numa,
+        name=name, has_device=has_device, driver=dev.driver, bus_info=dev.bus, device_path=dev.path,
+        virtio=dev.virtio, numa_node=dev.numa,
         rx_queues=sum(1 for q in queues if re.fullmatch(r"rx-\d+", q)),
         tx_queues=sum(1 for q in queues if re.fullmatch(r"tx-\d+", q)),
         operstate=root.read_value(base + "/operstate"),
     )
-    pats = _queue_patterns(name, virtio, bus)
-    for irq, actions in interrupts:
-        matched = False
-        for action in actions:
-            for pat, kind in pats:
-                m = pat.match(action)
-                if m:
-                    iface.queue_irqs.append(QueueIrq(irq=irq, name=action, kind=kind, queue=int(m.group(1))))
-                    matched = True
-                    break
-            if matched:
-                break
-        if matched:
-            continue
-        for action in actions:
-            if _is_other_irq(action, name, virtio, bus) or (irq in msi and not _belongs_elsewhere(action, name)):
-                iface.other_irqs.append(OtherIrq(irq=irq, name=action))
-                break
-    iface.queue_irqs.sort(key=lambda q: (q.queue, q.kind, q.irq))
+    _assign_irqs(iface, interrupts, dev.msi)
     for irq in [q.irq for q in iface.queue_irqs] + [o.irq for o in iface.other_irqs]:
         val = root.read_value(f"/proc/irq/{irq}/smp_affinity_list")
         if val is not None:
             iface.affinity[irq] = val
     if ethtool is not None:
-        try:
-            iface.ethtool = ethtool.info(name)
-        except EthtoolError as e:
-            iface.ethtool_error = str(e)
-        if iface.driver is None and iface.ethtool is not None:
-            iface.driver = iface.ethtool.driver
+        _read_ethtool(iface, ethtool)
     return iface
 
 
@@ -369,7 +398,19 @@ def discover(root: Root, ethtool: Optional[Ethtool], services: Optional[Services
 
 def format_facts(facts: Facts, selected: Optional[Iterable[str]] = None) -> str:
     """A person-readable report of the facts."""
-    from .cpus import format_cpulist
+    out = _format_host(facts)
+    wanted = set(selected) if selected is not None else None
+    for name, itf in sorted(facts.interfaces.items()):
+        if wanted is not None and name not in wanted:
+            continue
+        if not itf.has_device and (wanted is None):
+            out.append(f"\n{name}: virtual ({itf.rx_queues} rx / {itf.tx_queues} tx queues)")
+            continue
+        out += _format_interface(itf)
+    return "\n".join(out) + "\n"
+
+
+def _format_host(facts: Facts) -> List[str]:
     out: List[str] = []
     out.append(f"kernel        {facts.kernel or 'unknown'}")
     out.append(f"online CPUs   {format_cpulist(facts.online_cpus)} (nr_cpu_ids {facts.nr_cpu_ids})")
@@ -384,43 +425,46 @@ def format_facts(facts: Facts, selected: Optional[Iterable[str]] = None) -> str:
     out.append("string ops    " + "  ".join(f"{k}:{'yes' if v else 'NO'}" for k, v in fl.present.items()))
     for flag, text in fl.advice.items():
         out.append(f"  {flag}: {text}")
-    wanted = set(selected) if selected is not None else None
-    for name, itf in sorted(facts.interfaces.items()):
-        if wanted is not None and name not in wanted:
-            continue
-        if not itf.has_device and (wanted is None):
-            out.append(f"\n{name}: virtual ({itf.rx_queues} rx / {itf.tx_queues} tx queues)")
-            continue
-        out.append(f"\n{name}: driver {itf.driver or '?'}  bus {itf.bus_info or '-'}"
-                   f"  NUMA node {itf.numa_node if itf.numa_node is not None else 'unknown'}"
-                   f"  state {itf.operstate or '?'}")
-        out.append(f"  queues        {itf.rx_queues} rx / {itf.tx_queues} tx")
-        for q in itf.queue_irqs:
-            out.append(f"  IRQ {q.irq:<5} {q.name:<28} queue {q.queue} ({q.kind})"
-                       f"  affinity {itf.affinity.get(q.irq, '?')}")
-        for o in itf.other_irqs:
-            out.append(f"  IRQ {o.irq:<5} {o.name:<28} (not a queue)  affinity {itf.affinity.get(o.irq, '?')}")
-        if itf.ethtool_error:
-            out.append(f"  ethtool       unavailable: {itf.ethtool_error}")
-        elif itf.ethtool:
-            e = itf.ethtool
-            if e.channels:
-                out.append("  channels      " + _fmt_mc(e.channels))
-            if e.rings:
-                out.append("  rings         " + _fmt_mc(e.rings))
-            if e.pause is not None:
-                out.append("  pause         " + " ".join(f"{k} {'on' if v else 'off'}" for k, v in e.pause.items()))
-            if e.coalesce is not None:
-                keys = ("adaptive-rx", "adaptive-tx", "rx-usecs", "tx-usecs")
-                out.append("  coalesce      " + " ".join(f"{k} {_fmt_val(e.coalesce.get(k))}" for k in keys))
-            if e.features is not None:
-                for feat in ("tx-nocache-copy", "ntuple-filters"):
-                    f = e.features.get(feat)
-                    if f is not None:
-                        out.append(f"  {feat:<13} {'on' if f['on'] else 'off'}{' (fixed)' if f['fixed'] else ''}")
-            for op, err in sorted(e.errors.items()):
-                out.append(f"  ethtool {op}: {err}")
-    return "\n".join(out) + "\n"
+    return out
+
+
+def _format_interface(itf: Interface) -> List[str]:
+    out: List[str] = []
+    out.append(f"\n{itf.name}: driver {itf.driver or '?'}  bus {itf.bus_info or '-'}"
+               f"  NUMA node {itf.numa_node if itf.numa_node is not None else 'unknown'}"
+               f"  state {itf.operstate or '?'}")
+    out.append(f"  queues        {itf.rx_queues} rx / {itf.tx_queues} tx")
+    for q in itf.queue_irqs:
+        out.append(f"  IRQ {q.irq:<5} {q.name:<28} queue {q.queue} ({q.kind})"
+                   f"  affinity {itf.affinity.get(q.irq, '?')}")
+    for o in itf.other_irqs:
+        out.append(f"  IRQ {o.irq:<5} {o.name:<28} (not a queue)  affinity {itf.affinity.get(o.irq, '?')}")
+    if itf.ethtool_error:
+        out.append(f"  ethtool       unavailable: {itf.ethtool_error}")
+    elif itf.ethtool:
+        out += _format_ethtool(itf.ethtool)
+    return out
+
+
+def _format_ethtool(e: EthtoolInfo) -> List[str]:
+    out: List[str] = []
+    if e.channels:
+        out.append("  channels      " + _fmt_mc(e.channels))
+    if e.rings:
+        out.append("  rings         " + _fmt_mc(e.rings))
+    if e.pause is not None:
+        out.append("  pause         " + " ".join(f"{k} {'on' if v else 'off'}" for k, v in e.pause.items()))
+    if e.coalesce is not None:
+        keys = ("adaptive-rx", "adaptive-tx", "rx-usecs", "tx-usecs")
+        out.append("  coalesce      " + " ".join(f"{k} {_fmt_val(e.coalesce.get(k))}" for k in keys))
+    if e.features is not None:
+        for feat in ("tx-nocache-copy", "ntuple-filters"):
+            f = e.features.get(feat)
+            if f is not None:
+                out.append(f"  {feat:<13} {'on' if f['on'] else 'off'}{' (fixed)' if f['fixed'] else ''}")
+    for op, err in sorted(e.errors.items()):
+        out.append(f"  ethtool {op}: {err}")
+    return out
 
 
 def _fmt_val(v: Any) -> str:

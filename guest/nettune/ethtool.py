@@ -397,42 +397,53 @@ class RecordedEthtool(Ethtool):
 
     def set(self, dev: str, op: str, values: Dict[str, Value]) -> List[str]:
         argv = command(dev, op, values)
+        what = " ".join(argv)
         data = self._load()
         entry = data["devices"].get(dev)
         if entry is None:
-            raise EthtoolError(f"{' '.join(argv)}: No such device")
+            raise EthtoolError(f"{what}: No such device")
         section = entry.get(op)
         refuse = (entry.get("refuse") or {}).get(op)
         if section is None or refuse:
             # "refuse" marks operations a driver reports but will not change, e.g. virtio-net
             # coalescing without the VIRTIO_NET_F_NOTF_COAL feature.
-            raise EthtoolError(f"{' '.join(argv)}: {refuse or 'Operation not supported'}", unsupported=section is None)
+            raise EthtoolError(f"{what}: {refuse or 'Operation not supported'}", unsupported=section is None)
         if op in ("rings", "channels"):
-            for key, val in values.items():
-                top = section["max"].get(key)
-                if top is None:
-                    raise EthtoolError(f"{' '.join(argv)}: {key} is not supported (n/a)")
-                if not isinstance(val, int) or isinstance(val, bool) or val < 0 or val > top:
-                    raise EthtoolError(f"{' '.join(argv)}: Invalid argument ({key} {val} above maximum {top})")
-                section["current"][key] = val
-            if op == "channels" and (section["current"].get("combined") or 0) + min(
-                    section["current"].get("rx") or 0, section["current"].get("tx") or 0) == 0:
-                raise EthtoolError(f"{' '.join(argv)}: Invalid argument (no queues left)")
+            _set_counts(what, op, section, values)
         elif op == "features":
-            for key, val in values.items():
-                feat = section.get(key)
-                if feat is None:
-                    raise EthtoolError(f"{' '.join(argv)}: unknown feature {key}")
-                if feat["fixed"] and feat["on"] != val:
-                    raise EthtoolError(f"{' '.join(argv)}: Could not change any device features")
-                feat["on"] = bool(val)
+            _set_features(what, section, values)
         else:
             for key, val in values.items():
                 if key not in section or section[key] is None:
-                    raise EthtoolError(f"{' '.join(argv)}: Operation not supported ({key})")
+                    raise EthtoolError(f"{what}: Operation not supported ({key})")
                 section[key] = val
         _write_json_atomic(self.path, data)
         return argv
+
+
+def _set_counts(what: str, op: str, section: Dict[str, Any], values: Dict[str, Value]) -> None:
+    """Ring sizes or channel counts, each within its maximum, as the kernel checks them."""
+    for key, val in values.items():
+        top = section["max"].get(key)
+        if top is None:
+            raise EthtoolError(f"{what}: {key} is not supported (n/a)")
+        if not isinstance(val, int) or isinstance(val, bool) or val < 0 or val > top:
+            raise EthtoolError(f"{what}: Invalid argument ({key} {val} above maximum {top})")
+        section["current"][key] = val
+    if op == "channels" and (section["current"].get("combined") or 0) + min(
+            section["current"].get("rx") or 0, section["current"].get("tx") or 0) == 0:
+        raise EthtoolError(f"{what}: Invalid argument (no queues left)")
+
+
+def _set_features(what: str, section: Dict[str, Any], values: Dict[str, Value]) -> None:
+    """Features by name; a fixed one cannot change."""
+    for key, val in values.items():
+        feat = section.get(key)
+        if feat is None:
+            raise EthtoolError(f"{what}: unknown feature {key}")
+        if feat["fixed"] and feat["on"] != val:
+            raise EthtoolError(f"{what}: Could not change any device features")
+        feat["on"] = bool(val)
 
 
 def dump_json(data: Any) -> str:

@@ -241,14 +241,7 @@ def _channels(inp: _Inputs, itf: Interface, pool: List[int]) -> Tuple[List[Setti
     nq = (cur.get("combined") or 0) + min(cur.get("rx") or 0, cur.get("tx") or 0) or nq
     if not inp.wants("channels") or inp.config.channels == "keep":
         return [], nq
-    top = ch["max"]
-    limit = 0
-    keys: Tuple[str, ...] = ()
-    top_combined, top_rx, top_tx = top.get("combined") or 0, top.get("rx") or 0, top.get("tx") or 0
-    if top_combined:
-        limit, keys = top_combined, ("combined",)
-    elif top_rx and top_tx:
-        limit, keys = min(top_rx, top_tx), ("rx", "tx")
+    limit, keys = _channel_limit(ch["max"])
     if not keys:
         return [], nq
     if inp.config.channels == "auto":
@@ -258,6 +251,17 @@ def _channels(inp: _Inputs, itf: Interface, pool: List[int]) -> Tuple[List[Setti
         if want > limit:
             raise UsageError(f"{itf.name}: channels {want} is above the driver's maximum {limit}")
     return _ethtool(itf, "channels", {k: want for k in keys}, REASONS["channels"], "channels"), want
+
+
+def _channel_limit(top: Dict[str, Optional[int]]) -> Tuple[int, Tuple[str, ...]]:
+    """The most queues the driver allows and the channel keys that set them
+    (combined, else rx and tx together; none: the count cannot be set)."""
+    top_combined, top_rx, top_tx = top.get("combined") or 0, top.get("rx") or 0, top.get("tx") or 0
+    if top_combined:
+        return top_combined, ("combined",)
+    if top_rx and top_tx:
+        return min(top_rx, top_tx), ("rx", "tx")
+    return 0, ()
 
 
 def _rings(inp: _Inputs, itf: Interface) -> List[Setting]:
@@ -335,15 +339,10 @@ def _irq(itf: Interface, irq: int, action: str, cpus: List[int], reason: str) ->
 def _irq_affinity(inp: _Inputs, itf: Interface, nq: int, queue_cpu: Dict[int, int],
                   pool: List[int]) -> List[Setting]:
     """Queue N's vectors to queue CPU N; the NIC's other vectors to housekeeping CPUs on its node."""
-    name, hk, notes = itf.name, inp.hk, inp.notes
+    hk = inp.hk
     settings = [_irq(itf, qi.irq, qi.name, [queue_cpu[qi.queue]], REASONS["irq"])
                 for qi in itf.queue_irqs if qi.queue < nq]
-    present = itf.queue_indices()
-    missing_q = [q for q in range(nq) if q not in present]
-    if present and missing_q and (itf.ethtool is None or itf.ethtool.channels is None):
-        notes.append(f"{name}: queue {format_cpulist(missing_q)} has no IRQ of its own")
-    if not itf.queue_irqs and itf.has_device:
-        notes.append(f"{name}: no per-queue IRQ found (legacy or shared interrupt); IRQ affinity left alone")
+    _note_queues_without_irqs(inp, itf, nq)
     other_cpus = list(hk)
     if hk and itf.numa_node is not None:
         # Keep the NIC's other vectors on its own node too: local housekeeping CPUs,
@@ -352,6 +351,16 @@ def _irq_affinity(inp: _Inputs, itf: Interface, nq: int, queue_cpu: Dict[int, in
     if other_cpus:
         settings += [_irq(itf, o.irq, o.name, other_cpus, REASONS["other_irq"]) for o in itf.other_irqs]
     return settings
+
+
+def _note_queues_without_irqs(inp: _Inputs, itf: Interface, nq: int) -> None:
+    present = itf.queue_indices()
+    missing_q = [q for q in range(nq) if q not in present]
+    if present and missing_q and (itf.ethtool is None or itf.ethtool.channels is None):
+        inp.notes.append(f"{itf.name}: queue {format_cpulist(missing_q)} has no IRQ of its own")
+    if not itf.queue_irqs and itf.has_device:
+        inp.notes.append(f"{itf.name}: no per-queue IRQ found (legacy or shared interrupt); "
+                         "IRQ affinity left alone")
 
 
 def _mask(itf: Interface, key: str, queue: str, leaf: str, cpus: List[int], nr: int, reason: str) -> Setting:

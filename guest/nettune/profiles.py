@@ -206,43 +206,59 @@ def _words(val: Any) -> List[str]:
     return [w for w in str(val).replace(",", " ").split() if w]
 
 
+def _profile(cfg: Config, val: Any, where: str) -> str:
+    name = str(val).strip()
+    if name not in PROFILES:
+        raise UsageError(f"{where}: unknown profile {name!r} (choose from {', '.join(PROFILES)})")
+    return name
+
+
+def _irqbalance(cfg: Config, val: Any, where: str) -> str:
+    pol = str(val).strip().lower()
+    if pol not in IRQBALANCE_POLICIES:
+        raise UsageError(f"{where}: irqbalance must be one of {', '.join(IRQBALANCE_POLICIES)}, got {val!r}")
+    return pol
+
+
+def _channels(cfg: Config, val: Any, where: str) -> str:
+    text = str(val).strip().lower()
+    return text if text in ("auto", "keep") else str(_as_int(text, where, 1))
+
+
+def _rps(cfg: Config, val: Any, where: str) -> str:
+    text = str(val).strip().lower()
+    if text == "auto":
+        return text
+    return "on" if _as_bool(text, where) else "off"
+
+
+def _skip(cfg: Config, val: Any, where: str) -> List[str]:
+    cats = _words(val)
+    bad = [c for c in cats if c not in CATEGORIES]
+    if bad:
+        raise UsageError(f"{where}: unknown categories {', '.join(bad)} (choose from {', '.join(CATEGORIES)})")
+    return sorted(set(cfg.skip) | set(cats))
+
+
+# The [nettune] section: each key is the Config attribute its parser's value goes to.
+_GENERAL: Dict[str, Callable[[Config, Any, str], Any]] = {
+    "profile": _profile,
+    "interfaces": lambda cfg, val, where: _words(val) or None,
+    "cpus": lambda cfg, val, where: str(val).strip() or None,
+    "housekeeping": lambda cfg, val, where: str(val).strip() or None,
+    "irqbalance": _irqbalance,
+    "channels": _channels,
+    "rps": _rps,
+    "xps": lambda cfg, val, where: _as_bool(val, where),
+    "skip": _skip,
+}
+
+
 def _apply_general(cfg: Config, key: str, val: Any, where: str) -> None:
-    if key == "profile":
-        name = str(val).strip()
-        if name not in PROFILES:
-            raise UsageError(f"{where}: unknown profile {name!r} (choose from {', '.join(PROFILES)})")
-        cfg.profile = name
-    elif key == "interfaces":
-        cfg.interfaces = _words(val) or None
-    elif key == "cpus":
-        cfg.cpus = str(val).strip() or None
-    elif key == "housekeeping":
-        cfg.housekeeping = str(val).strip() or None
-    elif key == "irqbalance":
-        pol = str(val).strip().lower()
-        if pol not in IRQBALANCE_POLICIES:
-            raise UsageError(f"{where}: irqbalance must be one of {', '.join(IRQBALANCE_POLICIES)}, got {val!r}")
-        cfg.irqbalance = pol
-    elif key == "channels":
-        text = str(val).strip().lower()
-        if text not in ("auto", "keep"):
-            text = str(_as_int(text, where, 1))
-        cfg.channels = text
-    elif key == "rps":
-        text = str(val).strip().lower()
-        if text != "auto":
-            text = "on" if _as_bool(text, where) else "off"
-        cfg.rps = text
-    elif key == "xps":
-        cfg.xps = _as_bool(val, where)
-    elif key == "skip":
-        cats = _words(val)
-        bad = [c for c in cats if c not in CATEGORIES]
-        if bad:
-            raise UsageError(f"{where}: unknown categories {', '.join(bad)} (choose from {', '.join(CATEGORIES)})")
-        cfg.skip = sorted(set(cfg.skip) | set(cats))
-    else:
+    parse = _GENERAL.get(key)
+    if parse is None:
         raise UsageError(f"{where}: unknown setting {key!r}")
+    setattr(cfg, key, parse(cfg, val, where))
 
 
 def _apply_ethtool(cfg: Config, key: str, val: Any, where: str) -> None:

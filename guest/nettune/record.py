@@ -21,7 +21,7 @@ import os
 import posixpath
 import re
 import sys
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 from .discover import list_interfaces, parse_interrupts, sysctl_path
 from .ethtool import CapturedEthtool, Ethtool, EthtoolError, RealEthtool, RecordedEthtool, dump_json
@@ -108,6 +108,27 @@ class Recorder:
         unknown = [i for i in ifs if i not in all_ifs]
         if unknown:
             raise SystemExit(f"nettune.record: unknown interface {', '.join(unknown)}")
+        self.record_system()
+        for s in sysctl_names(Config(), ifs):
+            self.copy_file(sysctl_path(s))
+        for pid in find_pids(self.src, "irqbalance"):
+            self.copy_file(f"/proc/{pid}/comm")
+        for i in ifs:
+            self.record_interface(i)
+        devices = self.ethtool_facts(ifs, ethtool, every=interfaces is not None)
+        with open(os.path.join(self.out, "ethtool.json"), "w", encoding="utf-8") as f:
+            f.write(dump_json({"version": 1, "devices": devices}))
+        with open(os.path.join(self.out, "services.json"), "w", encoding="utf-8") as f:
+            f.write(dump_json({"irqbalance": {"active": services.is_active("irqbalance")}}))
+        kernel = self.src.read_value("/proc/sys/kernel/osrelease") or "unknown kernel"
+        today = datetime.date.today().isoformat()
+        with open(os.path.join(self.out, "README.md"), "w", encoding="utf-8") as f:
+            f.write(f"# {name}\n\nRECORDED by nettune.record from a running system (kernel {kernel}) "
+                    f"on {today}.\nInterfaces: {', '.join(ifs)}. {self.files} files copied; "
+                    "ethtool.json from read-only ethtool queries.\n" + (f"\n{note}\n" if note else ""))
+
+    def record_system(self) -> None:
+        """CPUs, NUMA nodes, interrupts and their affinity, CPU flags, the kernel release."""
         for leaf in CPU_FILES:
             self.copy_file(f"/sys/devices/system/cpu/{leaf}")
         for leaf in ("online", "possible"):
@@ -124,31 +145,20 @@ class Recorder:
         for irq, _ in rows:
             for leaf in IRQ_FILES:
                 self.copy_file(f"/proc/irq/{irq}/{leaf}")
-        for s in sysctl_names(Config(), ifs):
-            self.copy_file(sysctl_path(s))
-        for pid in find_pids(self.src, "irqbalance"):
-            self.copy_file(f"/proc/{pid}/comm")
+
+    def ethtool_facts(self, ifs: List[str], ethtool: Optional[Ethtool], every: bool) -> Dict[str, Any]:
+        """ethtool facts of the interfaces: those with a device, or `every` one."""
+        devices: Dict[str, Any] = {}
+        if ethtool is None:
+            return devices
         for i in ifs:
-            self.record_interface(i)
-        devices = {}
-        if ethtool is not None:
-            for i in ifs:
-                if not self.src.exists(f"/sys/class/net/{i}/device") and interfaces is None:
-                    continue
-                try:
-                    devices[i] = ethtool.info(i).to_json()
-                except EthtoolError as e:
-                    print(f"nettune.record: {i}: no ethtool facts: {e}", file=sys.stderr)
-        with open(os.path.join(self.out, "ethtool.json"), "w", encoding="utf-8") as f:
-            f.write(dump_json({"version": 1, "devices": devices}))
-        with open(os.path.join(self.out, "services.json"), "w", encoding="utf-8") as f:
-            f.write(dump_json({"irqbalance": {"active": services.is_active("irqbalance")}}))
-        kernel = self.src.read_value("/proc/sys/kernel/osrelease") or "unknown kernel"
-        today = datetime.date.today().isoformat()
-        with open(os.path.join(self.out, "README.md"), "w", encoding="utf-8") as f:
-            f.write(f"# {name}\n\nRECORDED by nettune.record from a running system (kernel {kernel}) "
-                    f"on {today}.\nInterfaces: {', '.join(ifs)}. {self.files} files copied; "
-                    "ethtool.json from read-only ethtool queries.\n" + (f"\n{note}\n" if note else ""))
+            if not self.src.exists(f"/sys/class/net/{i}/device") and not every:
+                continue
+            try:
+                devices[i] = ethtool.info(i).to_json()
+            except EthtoolError as e:
+                print(f"nettune.record: {i}: no ethtool facts: {e}", file=sys.stderr)
+        return devices
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -12,7 +12,6 @@ import pytest
 from ixgbe_testlib.errors import GuestError
 from ixgbe_testlib.sysguest import (
     check_plan,
-    cpulist,
     mask_cpus,
     parse_coalesce,
     parse_current,
@@ -74,8 +73,24 @@ def test_masks_and_lists() -> None:
     assert mask_cpus("0000000e") == [1, 2, 3]
     assert mask_cpus("00000001,00000000") == [32]
     assert mask_cpus("0") == []
-    assert cpulist("0-2,5") == [0, 1, 2, 5]
-    assert cpulist("3") == [3]
+
+
+@pytest.mark.parametrize(("want", "have"), [("0-2,5", "0,1,2,5"), ("3", "3"), ("1-2", "1,,2"), ("", "")])
+def test_check_plan_reads_cpu_lists_with_the_collections_parser(want: str, have: str) -> None:
+    """IRQ affinity is compared as CPU lists (the collection's parser, which
+    the tests share): the kernel's spelling and the plan's may differ."""
+    plan = {"settings": [dict(_plan()["settings"][0], want=want)]}
+    seen = _seen()
+    seen["irq"]["e"]["e-TxRx-0"] = have
+    assert check_plan(plan, seen) == []
+
+
+@pytest.mark.parametrize("bad", ["x", "3-1", "1-", "0-7:2"])
+def test_check_plan_refuses_what_is_not_a_cpu_list(bad: str) -> None:
+    seen = _seen()
+    seen["irq"]["e"]["e-TxRx-0"] = bad
+    with pytest.raises(ValueError, match="bad CPU"):
+        check_plan(_plan(), seen)
 
 
 def test_rx_queue_packets() -> None:

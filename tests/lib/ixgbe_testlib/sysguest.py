@@ -35,6 +35,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ansible_collections.qemu_ixgbe.tuning.plugins.module_utils.cpulist import parse_cpulist
 from ixgbe_testlib.errors import GuestError, HarnessError
 from ixgbe_testlib.host import REPO_ROOT, GuestImage, build_dir, guest_image, qemu_binary, scaled
 from ixgbe_testlib.iperf3 import iperf3_report, iperf3_summary
@@ -397,17 +398,6 @@ def mask_cpus(mask: str) -> list[int]:
     return [i for i in range(value.bit_length()) if value >> i & 1]
 
 
-def cpulist(text: str) -> list[int]:
-    """ "0-2,5" -> [0, 1, 2, 5]."""
-    out: list[int] = []
-    for part in text.strip().split(","):
-        if not part:
-            continue
-        lo, _, hi = part.partition("-")
-        out += list(range(int(lo), int(hi or lo) + 1))
-    return out
-
-
 def irq_affinity(vm: VM, devs: Sequence[str]) -> dict[str, dict[str, str]]:
     """{dev: {IRQ action name: smp_affinity_list}} for the IRQs named after
     each interface (ixgbe: dev-TxRx-N and dev) or its virtio device
@@ -479,7 +469,7 @@ def plan_sysctls(plan: dict[str, Any]) -> list[str]:
 def _check_irq(s: dict[str, Any], seen: dict[str, Any]) -> list[str]:
     name = s["label"].split(" ", 2)[2]  # "IRQ 41 enp1s0-TxRx-0"
     have = seen["irq"].get(s["iface"], {}).get(name)
-    if have is None or cpulist(have) != cpulist(s["want"]):
+    if have is None or parse_cpulist(have) != parse_cpulist(s["want"]):
         return [f"{_who(s)}: want {s['want']}, /proc/irq says {have}"]
     return []
 

@@ -1,19 +1,15 @@
 # -*- coding: utf-8 -*-
 # Linux CPU lists ("0-3,8,10-11"), as in cpu/online, node*/cpulist,
 # cpuset.cpus and Cpus_allowed_list: the one parser and formatter of the
-# collection's Python. Standard library only.
-#
-# vhost.py is also the stand-alone libvirt hook helper and cannot import this
-# module there, so it carries a copy of the block below, kept identical by
-# tests/unit/plugins/module_utils/test_cpulist.py (which rewrites the copy when
-# CPULIST_UPDATE_COPY=1 is set).
+# collection's Python, its tests and the project's host-side tests. Standard
+# library only: the role vhost_pinning installs this file beside the
+# stand-alone hook helper (vhost.py) as qemu_ixgbe_cpulist.py.
 from __future__ import annotations
 
 import re
 from typing import Iterable, List, Set
 
 
-# --- cpulist: begin ---------------------------------------------------------
 class CpuListError(ValueError):
     """Text that is not a Linux CPU list."""
 
@@ -51,4 +47,3 @@ def format_cpulist(cpus: Iterable[int]) -> str:
         out.append("%d-%d" % (ordered[i], ordered[j]) if j > i else str(ordered[i]))
         i = j + 1
     return ",".join(out)
-# --- cpulist: end -----------------------------------------------------------

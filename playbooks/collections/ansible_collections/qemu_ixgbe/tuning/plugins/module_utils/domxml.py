@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import copy
 import xml.etree.ElementTree as ET
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 try:
     from ansible_collections.qemu_ixgbe.tuning.plugins.module_utils.topology import (
@@ -161,6 +161,14 @@ def _cpu(root: ET.Element, spec: Mapping[str, Any], changes: Changes) -> None:
     if cpu is None:
         cpu = ET.SubElement(root, "cpu")
         changes.append("cpu: default model -> %s" % (spec.get("model") or mode))
+    _cpu_mode(cpu, mode, changes)
+    if mode == "custom":
+        _cpu_model(cpu, str(spec["model"]), changes)
+    for name in spec.get("features") or []:
+        _cpu_feature(cpu, name, changes)
+
+
+def _cpu_mode(cpu: ET.Element, mode: str, changes: Changes) -> None:
     old_mode = cpu.get("mode", "custom")
     if old_mode != mode:
         changes.append("cpu mode: %s -> %s" % (old_mode, mode))
@@ -173,42 +181,48 @@ def _cpu(root: ET.Element, spec: Mapping[str, Any], changes: Changes) -> None:
         cpu.set("mode", mode)
     elif cpu.get("mode") is None:
         cpu.set("mode", mode)
-    if mode == "custom":
-        model = str(spec["model"])
-        m = cpu.find("model")
-        if m is None:
-            m = ET.Element("model", {"fallback": "forbid"})
-            cpu.insert(0, m)
-        if (m.text or "").strip() != model:
-            changes.append("cpu model: %s -> %s" % ((m.text or "").strip() or "unset", model))
-            m.text = model
-        if cpu.get("match") is None:
-            cpu.set("match", "exact")
-    for name in spec.get("features") or []:
-        feat = None
-        for cand in cpu.findall("feature"):
-            if cand.get("name") == name:
-                feat = cand
-                break
-        if feat is None:
-            ET.SubElement(cpu, "feature", {"policy": "require", "name": name})
-            changes.append("cpu feature %s: unset -> require" % name)
-        elif feat.get("policy") != "require":
-            changes.append("cpu feature %s: %s -> require" % (name, feat.get("policy")))
-            feat.set("policy", "require")
+
+
+def _cpu_model(cpu: ET.Element, model: str, changes: Changes) -> None:
+    m = cpu.find("model")
+    if m is None:
+        m = ET.Element("model", {"fallback": "forbid"})
+        cpu.insert(0, m)
+    if (m.text or "").strip() != model:
+        changes.append("cpu model: %s -> %s" % ((m.text or "").strip() or "unset", model))
+        m.text = model
+    if cpu.get("match") is None:
+        cpu.set("match", "exact")
+
+
+def _cpu_feature(cpu: ET.Element, name: str, changes: Changes) -> None:
+    """Require a CPU feature."""
+    feat = next((cand for cand in cpu.findall("feature") if cand.get("name") == name), None)
+    if feat is None:
+        ET.SubElement(cpu, "feature", {"policy": "require", "name": name})
+        changes.append("cpu feature %s: unset -> require" % name)
+    elif feat.get("policy") != "require":
+        changes.append("cpu feature %s: %s -> require" % (name, feat.get("policy")))
+        feat.set("policy", "require")
 
 
 # ----------------------------------------------------------- memory backing --
+
+def _memory_backing_now(mb: Optional[ET.Element]) -> Tuple[bool, bool, bool]:
+    """Whether a <memoryBacking> has huge pages, a memfd source and shared access."""
+    if mb is None:
+        return False, False, False
+    src, acc = mb.find("source"), mb.find("access")
+    return (mb.find("hugepages") is not None,
+            src is not None and src.get("type") == "memfd",
+            acc is not None and acc.get("mode") == "shared")
+
 
 def _memory_backing(root: ET.Element, kind: str, changes: Changes) -> None:
     if kind not in ("hugepages", "memfd", "default"):
         raise PlanError("memory backing must be hugepages, memfd or default, got %r" % kind)
     mb = root.find("memoryBacking")
-    have_huge = mb is not None and mb.find("hugepages") is not None
-    src = mb.find("source") if mb is not None else None
-    have_memfd = src is not None and src.get("type") == "memfd"
-    acc = mb.find("access") if mb is not None else None
-    shared = acc is not None and acc.get("mode") == "shared"
+    have_huge, have_memfd, shared = _memory_backing_now(mb)
     want = {"hugepages": (True, False, True), "memfd": (False, True, True),
             "default": (False, False, False)}[kind]
     if (have_huge, have_memfd, shared) == want:
@@ -234,21 +248,38 @@ def _memory_backing(root: ET.Element, kind: str, changes: Changes) -> None:
 
 def normalize_interface(spec: Mapping[str, Any]) -> Dict[str, Any]:
     """Validate one interface spec and fill in defaults."""
-    mac = str(spec.get("mac") or "").lower()
+    mac = _interface_mac(spec.get("mac"))
+    model = _one_of("interface model", str(spec.get("model", "virtio")), INTERFACE_MODELS)
+    itype = _one_of("interface type", str(spec.get("type", "user")), INTERFACE_TYPES)
+    source = _interface_source(dict(spec.get("source") or {}), itype, model, mac)
+    queues = _interface_queues(spec.get("queues"), itype, model, mac)
+    tap = itype in ("network", "bridge", "direct")
+    vhost = bool(spec.get("vhost", model == "virtio" and tap))
+    if vhost and (model != "virtio" or not tap):
+        raise PlanError("interface %s: kernel vhost needs a virtio model on a tap backend "
+                        "(network, bridge, direct)" % mac)
+    return {"mac": mac, "model": model, "type": itype, "source": source,
+            "queues": queues if queues and queues > 1 else None, "vhost": vhost,
+            "rom": bool(spec.get("rom", False))}
+
+
+def _interface_mac(value: Any) -> str:
+    mac = str(value or "").lower()
     parts = mac.split(":")
     if len(parts) != 6 or not all(len(p) == 2 and all(c in "0123456789abcdef" for c in p)
                                   for p in parts):
-        raise PlanError("interface needs a MAC address like 52:54:00:12:34:56, got %r"
-                        % spec.get("mac"))
-    model = str(spec.get("model", "virtio"))
-    if model not in INTERFACE_MODELS:
-        raise PlanError("interface model must be one of %s, got %r"
-                        % (", ".join(INTERFACE_MODELS), model))
-    itype = str(spec.get("type", "user"))
-    if itype not in INTERFACE_TYPES:
-        raise PlanError("interface type must be one of %s, got %r"
-                        % (", ".join(INTERFACE_TYPES), itype))
-    source = dict(spec.get("source") or {})
+        raise PlanError("interface needs a MAC address like 52:54:00:12:34:56, got %r" % value)
+    return mac
+
+
+def _one_of(what: str, value: str, choices: Sequence[str]) -> str:
+    if value not in choices:
+        raise PlanError("%s must be one of %s, got %r" % (what, ", ".join(choices), value))
+    return value
+
+
+def _interface_source(source: Dict[str, Any], itype: str, model: str, mac: str) -> Dict[str, Any]:
+    """The <source> attributes of an interface type, checked, with defaults."""
     if itype == "network":
         source.setdefault("network", "default")
     if itype == "bridge" and not source.get("bridge"):
@@ -264,26 +295,23 @@ def normalize_interface(spec: Mapping[str, Any]) -> Dict[str, Any]:
         source.setdefault("mode", "client")
         if source["mode"] not in ("client", "server"):
             raise PlanError("vhost-user socket mode must be client or server")
-    queues = spec.get("queues")
-    if queues is not None:
-        queues = int(queues)
-        if queues < 1:
-            raise PlanError("interface %s: queues must be >= 1" % mac)
-        if model not in ("virtio",):
-            raise PlanError("interface %s: queues apply to virtio interfaces only "
-                            "(the %s model chooses its own queue count in the guest)"
-                            % (mac, model))
-    tap = itype in ("network", "bridge", "direct")
-    if queues and queues > 1 and not (tap or itype == "vhostuser"):
+    return source
+
+
+def _interface_queues(value: Any, itype: str, model: str, mac: str) -> Optional[int]:
+    if value is None:
+        return None
+    queues = int(value)
+    if queues < 1:
+        raise PlanError("interface %s: queues must be >= 1" % mac)
+    if model not in ("virtio",):
+        raise PlanError("interface %s: queues apply to virtio interfaces only "
+                        "(the %s model chooses its own queue count in the guest)"
+                        % (mac, model))
+    if queues > 1 and itype not in ("network", "bridge", "direct", "vhostuser"):
         raise PlanError("interface %s: multiqueue needs a tap backend (network, bridge, "
                         "direct) or vhost-user, not type %s" % (mac, itype))
-    vhost = bool(spec.get("vhost", model == "virtio" and tap))
-    if vhost and (model != "virtio" or not tap):
-        raise PlanError("interface %s: kernel vhost needs a virtio model on a tap backend "
-                        "(network, bridge, direct)" % mac)
-    return {"mac": mac, "model": model, "type": itype, "source": source,
-            "queues": queues if queues and queues > 1 else None, "vhost": vhost,
-            "rom": bool(spec.get("rom", False))}
+    return queues
 
 
 def _interface_element(spec: Mapping[str, Any], old: Optional[ET.Element]) -> ET.Element:
@@ -322,7 +350,18 @@ def _interface_matches(el: ET.Element, spec: Mapping[str, Any]) -> List[str]:
     have_model = model.get("type") if model is not None else None
     if have_model != spec["model"]:
         diffs.append("model %s -> %s" % (have_model, spec["model"]))
-    drv = el.find("driver")
+    diffs += _driver_diffs(el.find("driver"), spec)
+    rom = el.find("rom")
+    rom_off = rom is not None and rom.get("enabled") == "no"
+    if rom_off == spec["rom"]:
+        diffs.append("option ROM %s -> %s" % ("off" if rom_off else "on",
+                                              "on" if spec["rom"] else "off"))
+    return diffs
+
+
+def _driver_diffs(drv: Optional[ET.Element], spec: Mapping[str, Any]) -> List[str]:
+    """How an interface's <driver> (backend name, queues) differs from the spec."""
+    diffs = []
     have_name = drv.get("name") if drv is not None else None
     if spec["model"] == "virtio" and spec["type"] != "vhostuser":
         want_name = "vhost" if spec["vhost"] else "qemu"
@@ -332,11 +371,6 @@ def _interface_matches(el: ET.Element, spec: Mapping[str, Any]) -> List[str]:
     want_q = str(spec["queues"]) if spec["queues"] else None
     if (have_q if have_q != "1" else None) != want_q:
         diffs.append("queues %s -> %s" % (have_q or 1, want_q or 1))
-    rom = el.find("rom")
-    rom_off = rom is not None and rom.get("enabled") == "no"
-    if rom_off == spec["rom"]:
-        diffs.append("option ROM %s -> %s" % ("off" if rom_off else "on",
-                                              "on" if spec["rom"] else "off"))
     return diffs
 
 
@@ -381,6 +415,43 @@ def domain_name(xml_text: str) -> str:
     return (root.findtext("name") or "").strip()
 
 
+def _vcpu_count(root: ET.Element) -> int:
+    vcpu_el = root.find("vcpu")
+    return int((vcpu_el.text or "1").strip()) if vcpu_el is not None else 1
+
+
+def _plan_vcpupin(root: ET.Element, plan: Mapping[str, Any], changes: Changes) -> None:
+    vcpus = int(plan["vcpus"]) if plan.get("vcpus") is not None else _vcpu_count(root)
+    pins = {str(k): v for k, v in plan["vcpupin"].items()}
+    for k in pins:
+        if int(k) >= vcpus:
+            raise PlanError("vcpupin for vCPU %s but the domain has %d vCPUs" % (k, vcpus))
+    # pins for vCPUs that no longer exist are dropped; others the plan
+    # does not name are dropped too, so every vCPU follows the plan.
+    _pins(root, "vcpupin", "vcpu", pins, changes)
+
+
+def _plan_emulator(root: ET.Element, plan: Mapping[str, Any], changes: Changes) -> None:
+    _set_text(_child(root, "devices"), "emulator", str(plan["emulator"]), changes, "emulator")
+
+
+# How each section of a plan changes the domain, in the order of ALL_SECTIONS.
+_SECTION_WRITERS: Dict[str, Callable[[ET.Element, Mapping[str, Any], Changes], None]] = {
+    "vcpus": lambda root, plan, changes: _vcpus(root, int(plan["vcpus"]), changes),
+    "vcpupin": _plan_vcpupin,
+    "emulatorpin": lambda root, plan, changes: _emulatorpin(root, str(plan["emulatorpin"]), changes),
+    "iothreads": lambda root, plan, changes: _iothreads(root, int(plan["iothreads"]), changes),
+    "iothreadpin": lambda root, plan, changes: _pins(root, "iothreadpin", "iothread", plan["iothreadpin"],
+                                                     changes),
+    "numatune": lambda root, plan, changes: _numatune(root, plan["numatune"], changes),
+    "cpu": lambda root, plan, changes: _cpu(root, plan["cpu"], changes),
+    "memory_backing": lambda root, plan, changes: _memory_backing(root, str(plan["memory_backing"]), changes),
+    "emulator": _plan_emulator,
+    "interfaces": lambda root, plan, changes: _interfaces(root, plan["interfaces"],
+                                                          bool(plan.get("interfaces_exclusive")), changes),
+}
+
+
 def apply_plan(xml_text: str, plan: Mapping[str, Any],
                sections: Sequence[str] = ALL_SECTIONS) -> Tuple[str, Changes]:
     """Return (new XML, changes) for the plan's keys among `sections`."""
@@ -388,41 +459,9 @@ def apply_plan(xml_text: str, plan: Mapping[str, Any],
     if root.tag != "domain":
         raise PlanError("not a libvirt domain XML document")
     changes: Changes = []
-
-    def want(key: str) -> bool:
-        return key in sections and plan.get(key) is not None
-
-    vcpus = int(plan["vcpus"]) if plan.get("vcpus") is not None else None
-    if want("vcpus"):
-        _vcpus(root, int(plan["vcpus"]), changes)
-    if vcpus is None:
-        vcpu_el = root.find("vcpu")
-        vcpus = int((vcpu_el.text or "1").strip()) if vcpu_el is not None else 1
-    if want("vcpupin"):
-        pins = {str(k): v for k, v in plan["vcpupin"].items()}
-        for k in pins:
-            if int(k) >= vcpus:
-                raise PlanError("vcpupin for vCPU %s but the domain has %d vCPUs" % (k, vcpus))
-        # pins for vCPUs that no longer exist are dropped; others the plan
-        # does not name are dropped too, so every vCPU follows the plan.
-        _pins(root, "vcpupin", "vcpu", pins, changes)
-    if want("emulatorpin"):
-        _emulatorpin(root, str(plan["emulatorpin"]), changes)
-    if want("iothreads"):
-        _iothreads(root, int(plan["iothreads"]), changes)
-    if want("iothreadpin"):
-        _pins(root, "iothreadpin", "iothread", plan["iothreadpin"], changes)
-    if want("numatune"):
-        _numatune(root, plan["numatune"], changes)
-    if want("cpu"):
-        _cpu(root, plan["cpu"], changes)
-    if want("memory_backing"):
-        _memory_backing(root, str(plan["memory_backing"]), changes)
-    if want("emulator"):
-        devices = _child(root, "devices")
-        _set_text(devices, "emulator", str(plan["emulator"]), changes, "emulator")
-    if want("interfaces"):
-        _interfaces(root, plan["interfaces"], bool(plan.get("interfaces_exclusive")), changes)
+    for key in ALL_SECTIONS:
+        if key in sections and plan.get(key) is not None:
+            _SECTION_WRITERS[key](root, plan, changes)
     cputune = root.find("cputune")
     if cputune is not None and len(cputune) == 0 and not cputune.attrib:
         root.remove(cputune)
@@ -440,8 +479,7 @@ def read_pins(xml_text: str) -> Dict[str, Any]:
     cputune = root.find("cputune")
     out: Dict[str, Any] = {"vcpupin": {}, "emulatorpin": None, "iothreadpin": {},
                            "numatune": None}
-    vcpu_el = root.find("vcpu")
-    out["vcpus"] = int((vcpu_el.text or "1").strip()) if vcpu_el is not None else 1
+    out["vcpus"] = _vcpu_count(root)
     if cputune is not None:
         for el in cputune.findall("vcpupin"):
             out["vcpupin"][el.get("vcpu")] = el.get("cpuset")

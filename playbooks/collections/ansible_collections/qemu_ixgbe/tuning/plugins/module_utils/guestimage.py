@@ -232,6 +232,36 @@ def _plain(path: str) -> str:
     return re.sub(r"\.ko\.(xz|gz|zst)$", ".ko", path)
 
 
+def _module_tree(modules_dir: str, release: str) -> str:
+    """lib/modules/<release> of an INSTALL_MOD_PATH, checked to hold a modules.dep."""
+    root = os.path.join(modules_dir, "lib", "modules")
+    if not os.path.isdir(root):
+        raise ImageError("%s has no lib/modules: pass the INSTALL_MOD_PATH of "
+                         "'make modules_install'" % modules_dir)
+    tree = os.path.join(root, release)
+    if not os.path.isdir(tree):
+        have = sorted(os.listdir(root))
+        raise ImageError("%s has no modules for kernel %s (the bzImage's release); it has: %s"
+                         % (root, release, ", ".join(have) or "none"))
+    depfile = os.path.join(tree, "modules.dep")
+    if not os.path.isfile(depfile):
+        raise ImageError("%s missing: 'make modules_install' runs depmod; run it again"
+                         % depfile)
+    return tree
+
+
+def _aliases_of(alias_file: str, names: Set[str]) -> str:
+    """The lines of a modules.alias that name one of these modules."""
+    lines = []
+    if os.path.isfile(alias_file):
+        with open(alias_file) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) == 3 and parts[0] == "alias" and parts[2] in names:
+                    lines.append(line.rstrip("\n"))
+    return "\n".join(lines) + "\n"
+
+
 class Overlay(object):
     """What goes on top of the base image, and the checks made on the way."""
 
@@ -270,21 +300,9 @@ class Overlay(object):
         self.dirty = True
         if modules_dir is None:
             return
-        root = os.path.join(modules_dir, "lib", "modules")
-        if not os.path.isdir(root):
-            raise ImageError("%s has no lib/modules: pass the INSTALL_MOD_PATH of "
-                             "'make modules_install'" % modules_dir)
-        tree = os.path.join(root, self.release)
-        if not os.path.isdir(tree):
-            have = sorted(os.listdir(root))
-            raise ImageError("%s has no modules for kernel %s (the bzImage's release); it has: %s"
-                             % (root, self.release, ", ".join(have) or "none"))
-        depfile = os.path.join(tree, "modules.dep")
-        if not os.path.isfile(depfile):
-            raise ImageError("%s missing: 'make modules_install' runs depmod; run it again"
-                             % depfile)
+        tree = _module_tree(modules_dir, self.release)
         self.modules_from = tree
-        with open(depfile) as f:
+        with open(os.path.join(tree, "modules.dep")) as f:
             full = _parse_dep(f.read())
         want = list(NIC_MODULES) + [m.replace("-", "_") for m in extra]
         chosen = _closure(full, want)
@@ -297,16 +315,7 @@ class Overlay(object):
             self.writer.file("%s/%s" % (self._mdir(), _plain(p)), data)
             self.added.append(_plain(p))
         self.dep = {_plain(p): [_plain(d) for d in full[p]] for p in chosen}
-        names = {modname(p) for p in chosen}
-        alias_file = os.path.join(tree, "modules.alias")
-        lines = []
-        if os.path.isfile(alias_file):
-            with open(alias_file) as f:
-                for line in f:
-                    parts = line.split()
-                    if len(parts) == 3 and parts[0] == "alias" and parts[2] in names:
-                        lines.append(line.rstrip("\n"))
-        self.alias = "\n".join(lines) + "\n"
+        self.alias = _aliases_of(os.path.join(tree, "modules.alias"), {modname(p) for p in chosen})
         for name in _INDEX_FILES:
             src = os.path.join(tree, name)
             if os.path.isfile(src):

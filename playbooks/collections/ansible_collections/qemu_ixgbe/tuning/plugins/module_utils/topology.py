@@ -16,7 +16,7 @@
 # integers.
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 try:
     from ansible_collections.qemu_ixgbe.tuning.plugins.module_utils.cpulist import (
@@ -108,6 +108,50 @@ def cores_of_node(topology: Mapping[str, Any], node: int) -> List[List[int]]:
     return sorted((sorted(v) for v in groups.values()), key=lambda c: c[0])
 
 
+def _plan_node(topology: Mapping[str, Any], nic: Optional[str], node: Optional[int]) -> int:
+    """The node to plan for: the given one, else the NIC's (both: they must agree)."""
+    if node is not None:
+        chosen = int(node)
+        if nic is not None and nic_node(topology, nic) != chosen:
+            raise PlanError("host NIC %r is on node %d, not on the requested node %d"
+                            % (nic, nic_node(topology, nic), chosen))
+        return chosen
+    if nic is not None:
+        return nic_node(topology, nic)
+    raise PlanError("give a host NIC or a NUMA node to plan for")
+
+
+def _free_cores(topology: Mapping[str, Any], node: int, reserved: Set[int], vcpus: int) -> List[List[int]]:
+    """The node's cores without the reserved CPUs; at least one per vCPU."""
+    cores = [[c for c in core if c not in reserved] for core in cores_of_node(topology, node)]
+    cores = [c for c in cores if c]
+    if vcpus > len(cores):
+        raise PlanError(
+            "%d vCPUs requested but NUMA node %d has only %d physical cores%s "
+            "(one vCPU per core)" % (vcpus, node, len(cores),
+                                     " outside the reserved CPUs" if reserved else ""))
+    return cores
+
+
+def _emulator_and_iothreads(cores: List[List[int]], vcpus: int, iothreads: int,
+                            node: int) -> Tuple[int, Dict[str, str]]:
+    """The emulator's CPU and the iothreads' pins, from the CPUs the vCPUs leave."""
+    # CPUs left over: whole free cores first, then sibling threads of vCPU cores.
+    spare = [cpu for core in cores[vcpus:] for cpu in core]
+    spare += [cpu for core in cores[:vcpus] for cpu in core[1:]]
+    if not spare:
+        raise PlanError(
+            "NUMA node %d has no CPU left for the emulator thread after %d vCPUs; "
+            "ask for at most %d vCPUs" % (node, vcpus, len(cores) - 1))
+    emulator = spare[0]
+    rest = spare[1:]
+    iothread_pins: Dict[str, str] = {}
+    for i in range(iothreads):
+        cpu = rest[i] if i < len(rest) else emulator
+        iothread_pins[str(i + 1)] = str(cpu)
+    return emulator, iothread_pins
+
+
 def plan_pinning(topology: Mapping[str, Any], vcpus: int, nic: Optional[str] = None,
                  node: Optional[int] = None, iothreads: int = 0,
                  reserved_cpus: Any = None) -> Dict[str, Any]:
@@ -128,37 +172,11 @@ def plan_pinning(topology: Mapping[str, Any], vcpus: int, nic: Optional[str] = N
         raise PlanError("vCPU count must be a positive integer, got %r" % (vcpus,))
     if isinstance(iothreads, bool) or not isinstance(iothreads, int) or iothreads < 0:
         raise PlanError("iothread count must be a non-negative integer, got %r" % (iothreads,))
-    if node is not None:
-        chosen = int(node)
-        if nic is not None and nic_node(topology, nic) != chosen:
-            raise PlanError("host NIC %r is on node %d, not on the requested node %d"
-                            % (nic, nic_node(topology, nic), chosen))
-    elif nic is not None:
-        chosen = nic_node(topology, nic)
-    else:
-        raise PlanError("give a host NIC or a NUMA node to plan for")
+    chosen = _plan_node(topology, nic, node)
     reserved = set(as_cpus(reserved_cpus))
-    cores = [[c for c in core if c not in reserved] for core in cores_of_node(topology, chosen)]
-    cores = [c for c in cores if c]
-    if vcpus > len(cores):
-        raise PlanError(
-            "%d vCPUs requested but NUMA node %d has only %d physical cores%s "
-            "(one vCPU per core)" % (vcpus, chosen, len(cores),
-                                     " outside the reserved CPUs" if reserved else ""))
+    cores = _free_cores(topology, chosen, reserved, vcpus)
     vcpu_cpus = [core[0] for core in cores[:vcpus]]
-    # CPUs left over: whole free cores first, then sibling threads of vCPU cores.
-    spare = [cpu for core in cores[vcpus:] for cpu in core]
-    spare += [cpu for core in cores[:vcpus] for cpu in core[1:]]
-    if not spare:
-        raise PlanError(
-            "NUMA node %d has no CPU left for the emulator thread after %d vCPUs; "
-            "ask for at most %d vCPUs" % (chosen, vcpus, len(cores) - 1))
-    emulator = spare[0]
-    rest = spare[1:]
-    iothread_pins: Dict[str, str] = {}
-    for i in range(iothreads):
-        cpu = rest[i] if i < len(rest) else emulator
-        iothread_pins[str(i + 1)] = str(cpu)
+    emulator, iothread_pins = _emulator_and_iothreads(cores, vcpus, iothreads, chosen)
     node_cpus = [c for c in _nodes(topology)[chosen] if c not in reserved]
     vhost = [c for c in node_cpus if c not in set(vcpu_cpus)]
     return {
@@ -319,6 +337,30 @@ def model_signature(model: str) -> Optional[Tuple[str, int, int, int]]:
     return QEMU_CPU_MODELS.get(base)
 
 
+def _custom_features(features: Optional[Sequence[str]], host_flags: Set[str]) -> List[str]:
+    """The features a custom model requires: as given, or each string-op flag the host
+    has (all of them when no host flags are known)."""
+    if features is None:
+        return [f for f in STRING_OP_FLAGS if not host_flags or f in host_flags]
+    bad = [f for f in features if not isinstance(f, str) or not f]
+    if bad:
+        raise PlanError("bad CPU feature names: %r" % (bad,))
+    return list(features)
+
+
+def _custom_signature(model: str, signature: Optional[Mapping[str, Any]]) -> Tuple[str, int, int, int]:
+    """Vendor, family, model, stepping of a custom model: as given, else from the model table."""
+    if signature:
+        return (normalize_vendor(str(signature["vendor"])), int(signature["family"]),
+                int(signature["model"]), int(signature.get("stepping", 0)))
+    found = model_signature(model)
+    if found is None:
+        raise PlanError(
+            "CPU model %r is not in the known model table; give its vendor, family "
+            "and model (cpu_signature) so rep_good can be predicted" % model)
+    return found
+
+
 def plan_cpu(mode: str, model: Optional[str] = None, host_cpu: Optional[Mapping[str, Any]] = None,
              features: Optional[Sequence[str]] = None,
              signature: Optional[Mapping[str, Any]] = None,
@@ -341,30 +383,15 @@ def plan_cpu(mode: str, model: Optional[str] = None, host_cpu: Optional[Mapping[
     if mode == "custom":
         if not model:
             raise PlanError("CPU mode 'custom' needs a model name")
-        result["model"] = model
-        if features is None:
-            wanted = [f for f in STRING_OP_FLAGS if not host_flags or f in host_flags]
-        else:
-            bad = [f for f in features if not isinstance(f, str) or not f]
-            if bad:
-                raise PlanError("bad CPU feature names: %r" % (bad,))
-            wanted = list(features)
-        result["features"] = wanted
-        if signature:
-            sig = (normalize_vendor(str(signature["vendor"])), int(signature["family"]),
-                   int(signature["model"]), int(signature.get("stepping", 0)))
-        else:
-            found = model_signature(model)
-            if found is None:
-                raise PlanError(
-                    "CPU model %r is not in the known model table; give its vendor, family "
-                    "and model (cpu_signature) so rep_good can be predicted" % model)
-            sig = found
+        wanted = _custom_features(features, host_flags)
+        sig = _custom_signature(model, signature)
         ok, why = rep_good_expected(*sig)
-        result["guest_signature"] = {"vendor": sig[0], "family": sig[1], "model": sig[2],
-                                     "stepping": sig[3]}
-        result["expect"] = {"rep_good": ok, "erms": "erms" in wanted, "fsrm": "fsrm" in wanted}
-        result["reason"] = why
+        result.update({
+            "model": model, "features": wanted,
+            "guest_signature": {"vendor": sig[0], "family": sig[1], "model": sig[2], "stepping": sig[3]},
+            "expect": {"rep_good": ok, "erms": "erms" in wanted, "fsrm": "fsrm" in wanted},
+            "reason": why,
+        })
     else:
         if host_cpu.get("vendor") is not None and host_cpu.get("family") is not None:
             ok, why = rep_good_expected(str(host_cpu["vendor"]), int(host_cpu["family"]),

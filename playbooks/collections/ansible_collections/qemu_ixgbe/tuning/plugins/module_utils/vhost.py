@@ -4,7 +4,8 @@
 #
 # This file is both an Ansible module_utils (imported by the vhost_pin
 # module) and, copied verbatim, the stand-alone helper that the libvirt qemu
-# hook runs on every domain start. Standard library only.
+# hook runs on every domain start, with the collection's cpulist.py beside it
+# as qemu_ixgbe_cpulist.py. Standard library only.
 #
 # Where the workers live:
 #   * Linux >= 6.4: vhost workers are threads of the QEMU process itself
@@ -29,49 +30,13 @@ import socket
 import struct
 import time
 import xml.etree.ElementTree as ET
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, TextIO, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Pattern, Sequence, Set, TextIO, Tuple
 
-
-# A copy of cpulist.py's block (this file must run without the collection).
-# --- cpulist: begin ---------------------------------------------------------
-class CpuListError(ValueError):
-    """Text that is not a Linux CPU list."""
-
-
-_CPU_RANGE = re.compile(r"([0-9]+)(?:\s*-\s*([0-9]+))?\Z")
-
-
-def parse_cpulist(text: str) -> List[int]:
-    """Parse a Linux CPU list ("0-3,8,10-11") into a sorted list of ints."""
-    cpus: Set[int] = set()
-    text = (text or "").strip()
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        m = _CPU_RANGE.match(part)
-        if not m:
-            raise CpuListError("bad CPU list element %r in %r" % (part, text))
-        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
-        if lo > hi:
-            raise CpuListError("bad CPU range %r in %r" % (part, text))
-        cpus.update(range(lo, hi + 1))
-    return sorted(cpus)
-
-
-def format_cpulist(cpus: Iterable[int]) -> str:
-    """Format CPUs as a compact Linux CPU list ("0-3,8")."""
-    ordered = sorted(set(int(c) for c in cpus))
-    out: List[str] = []
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        out.append("%d-%d" % (ordered[i], ordered[j]) if j > i else str(ordered[i]))
-        i = j + 1
-    return ",".join(out)
-# --- cpulist: end -----------------------------------------------------------
+try:
+    from ansible_collections.qemu_ixgbe.tuning.plugins.module_utils.cpulist import (
+        format_cpulist, parse_cpulist)
+except ImportError:  # the stand-alone hook helper: cpulist.py is installed beside it
+    from qemu_ixgbe_cpulist import format_cpulist, parse_cpulist  # type: ignore
 
 
 # ------------------------------------------------------------------- pure --
@@ -96,22 +61,28 @@ def find_workers(threads: Sequence[Mapping[str, Any]], qemu_pid: int,
     backends = {int(p) for p in backend_pids}
     picked: List[Dict[str, Any]] = []
     for t in sorted(threads, key=lambda t: int(t["tid"])):
-        tid, tgid = int(t["tid"]), int(t["tgid"])
-        comm = str(t.get("comm", ""))
-        kind = None
-        if tgid == int(qemu_pid) and comm in names:
-            kind = "vhost-task"
-        elif comm in names and int(t.get("ppid", -1)) == 2 and tgid == tid:
-            kind = "vhost-kthread"
-        elif tgid in backends:
-            kind = "backend"
-        elif regex is not None and tgid == int(qemu_pid) and regex.search(comm):
-            kind = "pattern"
+        kind = _worker_kind(t, int(qemu_pid), names, backends, regex)
         if kind:
             item = dict(t)
             item["kind"] = kind
             picked.append(item)
     return picked
+
+
+def _worker_kind(t: Mapping[str, Any], qemu_pid: int, names: Set[str], backends: Set[int],
+                 regex: Optional[Pattern[str]]) -> Optional[str]:
+    """What kind of worker a thread is (see find_workers), or None."""
+    tid, tgid = int(t["tid"]), int(t["tgid"])
+    comm = str(t.get("comm", ""))
+    if tgid == qemu_pid and comm in names:
+        return "vhost-task"
+    if comm in names and int(t.get("ppid", -1)) == 2 and tgid == tid:
+        return "vhost-kthread"
+    if tgid in backends:
+        return "backend"
+    if regex is not None and tgid == qemu_pid and regex.search(comm):
+        return "pattern"
+    return None
 
 
 def match_backends(paths: Sequence[str], qemu_pid: int, qemu_inodes: Iterable[int],
@@ -326,19 +297,28 @@ def cpuset_cgroup(proc: str, pid: int, tid: int) -> Optional[Dict[str, str]]:
         lines = _read(os.path.join(proc, str(pid), "task", str(tid), "cgroup")).splitlines()
     except OSError:
         return None
+    entries = [parts for parts in (line.split(":", 2) for line in lines) if len(parts) == 3]
     mounts = _mounts(proc)
-    for line in lines:
-        parts = line.split(":", 2)
-        if len(parts) == 3 and "cpuset" in parts[1].split(","):
+    return _cpuset_v1(entries, mounts) or _cpuset_v2(entries, mounts)
+
+
+def _cpuset_v1(entries: List[List[str]], mounts: List[List[str]]) -> Optional[Dict[str, str]]:
+    """The cgroup v1 cpuset hierarchy's directory of /proc/.../cgroup's entries."""
+    for entry in entries:
+        if "cpuset" in entry[1].split(","):
             for m in mounts:
                 if len(m) >= 4 and m[2] == "cgroup" and "cpuset" in m[3].split(","):
-                    return {"version": "1", "dir": os.path.join(m[1], parts[2].lstrip("/"))}
-    for line in lines:
-        parts = line.split(":", 2)
-        if len(parts) == 3 and parts[0] == "0" and parts[1] == "":
+                    return {"version": "1", "dir": os.path.join(m[1], entry[2].lstrip("/"))}
+    return None
+
+
+def _cpuset_v2(entries: List[List[str]], mounts: List[List[str]]) -> Optional[Dict[str, str]]:
+    """The unified hierarchy's directory, where the cpuset controller is enabled."""
+    for hierarchy, controllers, path in entries:
+        if hierarchy == "0" and controllers == "":
             for m in mounts:
                 if len(m) >= 3 and m[2] == "cgroup2":
-                    d = os.path.join(m[1], parts[2].lstrip("/"))
+                    d = os.path.join(m[1], path.lstrip("/"))
                     if os.path.exists(os.path.join(d, "cpuset.cpus.effective")):
                         return {"version": "2", "dir": d}
     return None
@@ -436,6 +416,26 @@ def verify(proc: str, workers: Sequence[Mapping[str, Any]], cpus: Sequence[int]
     return bad
 
 
+def domain_backends(pid: int, domain: Optional[str], backend_sockets: Sequence[str] = (),
+                    find_sockets: bool = True, proc: str = "/proc",
+                    run_dir: str = "/run/libvirt/qemu") -> List[Dict[str, Any]]:
+    """The vhost-user backends of QEMU `pid` on the given sockets, plus on the
+    domain's own sockets when `find_sockets` (see find_backends)."""
+    paths = list(backend_sockets)
+    if find_sockets and domain:
+        paths += [s for s in domain_sockets(domain, run_dir) if s not in paths]
+    return find_backends(paths, pid, proc)
+
+
+def backend_workers(pid: int, backends: Sequence[Mapping[str, Any]], backend_pids: Iterable[int] = (),
+                    name_pattern: Optional[str] = None, proc: str = "/proc"
+                    ) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
+    """The threads of QEMU and of the backends (found and given), and the workers among them."""
+    pids = sorted({int(p) for p in backend_pids} | {p for b in backends for p in b["pids"]})
+    threads = list_threads(proc, [pid] + pids)
+    return threads, find_workers(threads, pid, pids, name_pattern)
+
+
 def qemu_pid_of_domain(domain: str, run_dir: str = "/run/libvirt/qemu") -> int:
     path = os.path.join(run_dir, "%s.pid" % domain)
     try:
@@ -467,14 +467,10 @@ def run_from_config(config_path: str, domain: str, proc: str = "/proc",
         found = False
         try:
             pid = qemu_pid_of_domain(domain, run_dir)
-            paths = list(cfg.get("backend_sockets", []))
-            if cfg.get("find_backends", True):
-                paths += [s for s in domain_sockets(domain, run_dir) if s not in paths]
-            backends = find_backends(paths, pid, proc)
-            backend_pids = sorted({int(p) for p in cfg.get("backend_pids", [])}
-                                  | {p for b in backends for p in b["pids"]})
-            threads = list_threads(proc, [pid] + backend_pids)
-            workers = find_workers(threads, pid, backend_pids, cfg.get("name_pattern"))
+            backends = domain_backends(pid, domain, cfg.get("backend_sockets", []),
+                                       cfg.get("find_backends", True), proc, run_dir)
+            workers = backend_workers(pid, backends, cfg.get("backend_pids", []),
+                                      cfg.get("name_pattern"), proc)[1]
             found = all(b["pids"] for b in backends)
         except (ValueError, OSError):
             workers = []

@@ -99,30 +99,35 @@ def live_commands(name, live_xml, plan):
         if int(vcpu) >= have["vcpus"]:
             restart_only.append("vCPU %s does not exist in the running domain" % vcpu)
             continue
-        cur = have["vcpupin"].get(str(vcpu))
-        if cur is None or as_cpus(cur) != as_cpus(cpus):
-            cmds.append((["vcpupin", name, str(vcpu), str(cpus), "--live"],
-                         "vcpupin %s: %s -> %s" % (vcpu, cur or "unpinned", cpus)))
+        cmds += _pin_command("vcpupin %s" % vcpu, ["vcpupin", name, str(vcpu)],
+                             have["vcpupin"].get(str(vcpu)), cpus)
     if plan.get("emulatorpin") is not None:
-        cur = have["emulatorpin"]
-        if cur is None or as_cpus(cur) != as_cpus(plan["emulatorpin"]):
-            cmds.append((["emulatorpin", name, str(plan["emulatorpin"]), "--live"],
-                         "emulatorpin: %s -> %s" % (cur or "unpinned", plan["emulatorpin"])))
+        cmds += _pin_command("emulatorpin", ["emulatorpin", name], have["emulatorpin"],
+                             plan["emulatorpin"])
     for iot, cpus in sorted((plan.get("iothreadpin") or {}).items(), key=lambda kv: int(kv[0])):
-        cur = have["iothreadpin"].get(str(iot))
-        if cur is None or as_cpus(cur) != as_cpus(cpus):
-            cmds.append((["iothreadpin", name, str(iot), str(cpus), "--live"],
-                         "iothreadpin %s: %s -> %s" % (iot, cur or "unpinned", cpus)))
+        cmds += _pin_command("iothreadpin %s" % iot, ["iothreadpin", name, str(iot)],
+                             have["iothreadpin"].get(str(iot)), cpus)
     nt = plan.get("numatune")
     if nt is not None:
-        cur = have["numatune"]
-        if cur is None or cur["mode"] != nt.get("mode", "strict"):
-            restart_only.append("numatune mode %s -> %s" % (
-                cur["mode"] if cur else "unset", nt.get("mode", "strict")))
-        elif as_cpus(cur["nodeset"]) != as_cpus(nt["nodeset"]):
-            cmds.append((["numatune", name, "--nodeset", str(nt["nodeset"]), "--live"],
-                         "numatune nodeset: %s -> %s" % (cur["nodeset"], nt["nodeset"])))
+        _numatune_live(name, have["numatune"], nt, cmds, restart_only)
     return cmds, restart_only
+
+
+def _pin_command(what, argv, cur, cpus):
+    """The virsh command (as a one-item list) that pins `what` to cpus, none when it is there."""
+    if cur is not None and as_cpus(cur) == as_cpus(cpus):
+        return []
+    return [(argv + [str(cpus), "--live"], "%s: %s -> %s" % (what, cur or "unpinned", cpus))]
+
+
+def _numatune_live(name, cur, nt, cmds, restart_only):
+    """A running domain's nodeset can change; its numatune mode only with a restart."""
+    if cur is None or cur["mode"] != nt.get("mode", "strict"):
+        restart_only.append("numatune mode %s -> %s" % (
+            cur["mode"] if cur else "unset", nt.get("mode", "strict")))
+    elif as_cpus(cur["nodeset"]) != as_cpus(nt["nodeset"]):
+        cmds.append((["numatune", name, "--nodeset", str(nt["nodeset"]), "--live"],
+                     "numatune nodeset: %s -> %s" % (cur["nodeset"], nt["nodeset"])))
 
 
 def main():
@@ -151,43 +156,14 @@ def main():
     try:
         info = virsh.require(name)
         running = virsh.state(name) in ("running", "paused", "in shutdown")
-        persistent = info.get("persistent") == "yes"
         before = after = None
         if p["config"]:
-            if not persistent:
-                module.fail_json(msg="domain %r is transient; it has no persistent "
-                                     "definition to change (use config=false)" % name)
-            before = virsh.dumpxml(name, inactive=True)
-            after, changes = apply_plan(before, plan)
-            result["changes"]["config"] = changes
-            if changes:
-                result["changed"] = True
-                if not module.check_mode:
-                    virsh.define(after)
-        restart_only = []
-        if running:
-            live_xml = virsh.dumpxml(name)
-            _new, pending = apply_plan(live_xml, plan,
-                                       [s for s in ALL_SECTIONS if s not in LIVE_SECTIONS])
-            restart_only.extend(pending)
-            if p["live"]:
-                cmds, not_live = live_commands(name, live_xml, plan)
-                restart_only.extend(not_live)
-                for args, text in cmds:
-                    result["changes"]["live"].append(text)
-                    result["changed"] = True
-                    if not module.check_mode:
-                        virsh.run(*args)
+            before, after = _tune_config(module, virsh, name, plan, info, result)
+        restart_only = _tune_live(module, virsh, name, plan, result) if running else []
         result["restart_required"] = bool(restart_only)
         result["pending_until_restart"] = restart_only
         if restart_only and p["restart"]:
-            result["changed"] = True
-            result["changes"]["live"].append("restarted to apply: %s" % "; ".join(restart_only))
-            if not module.check_mode:
-                virsh.run("destroy", name)
-                virsh.run("start", name)
-                result["restart_required"] = False
-                result["restarted"] = True
+            _restart(module, virsh, name, restart_only, result)
         result["state"] = virsh.state(name)
         result["running"] = result["state"] == "running"
         if before is not None and before != after:
@@ -197,6 +173,46 @@ def main():
     except (PlanError, VirshError) as e:
         module.fail_json(msg=str(e), **result)
     module.exit_json(**result)
+
+
+def _tune_config(module, virsh, name, plan, info, result):
+    """Bring the persistent definition to the plan; (XML before, XML after)."""
+    if info.get("persistent") != "yes":
+        module.fail_json(msg="domain %r is transient; it has no persistent "
+                             "definition to change (use config=false)" % name)
+    before = virsh.dumpxml(name, inactive=True)
+    after, changes = apply_plan(before, plan)
+    result["changes"]["config"] = changes
+    if changes:
+        result["changed"] = True
+        if not module.check_mode:
+            virsh.define(after)
+    return before, after
+
+
+def _tune_live(module, virsh, name, plan, result):
+    """Bring a running domain's pins to the plan (with live=true); what only a restart applies."""
+    live_xml = virsh.dumpxml(name)
+    _new, restart_only = apply_plan(live_xml, plan, [s for s in ALL_SECTIONS if s not in LIVE_SECTIONS])
+    if module.params["live"]:
+        cmds, not_live = live_commands(name, live_xml, plan)
+        restart_only.extend(not_live)
+        for args, text in cmds:
+            result["changes"]["live"].append(text)
+            result["changed"] = True
+            if not module.check_mode:
+                virsh.run(*args)
+    return restart_only
+
+
+def _restart(module, virsh, name, restart_only, result):
+    result["changed"] = True
+    result["changes"]["live"].append("restarted to apply: %s" % "; ".join(restart_only))
+    if not module.check_mode:
+        virsh.run("destroy", name)
+        virsh.run("start", name)
+        result["restart_required"] = False
+        result["restarted"] = True
 
 
 if __name__ == "__main__":

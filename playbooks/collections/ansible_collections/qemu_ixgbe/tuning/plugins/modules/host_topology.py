@@ -57,15 +57,19 @@ def _read(path, default=None):
         return default
 
 
-def read_topology(root):
-    sysdir = os.path.join(root, "sys")
-    procdir = os.path.join(root, "proc")
-    cpu_dir = os.path.join(sysdir, "devices/system/cpu")
-    node_dir = os.path.join(sysdir, "devices/system/node")
-    online_text = _read(os.path.join(cpu_dir, "online"))
-    if online_text is None:
-        raise PlanError("cannot read %s/online: not a Linux sysfs tree" % cpu_dir)
-    online = parse_cpulist(online_text)
+def _hugepages(hp_dir):
+    """{"2048kB": {"total": N, "free": N}, ...} of a hugepages directory (none when absent)."""
+    hp = {}
+    if os.path.isdir(hp_dir):
+        for size in sorted(os.listdir(hp_dir)):
+            hp[size.replace("hugepages-", "")] = {
+                "total": int(_read(os.path.join(hp_dir, size, "nr_hugepages"), "0")),
+                "free": int(_read(os.path.join(hp_dir, size, "free_hugepages"), "0")),
+            }
+    return hp
+
+
+def _read_nodes(node_dir, online):
     nodes = {}
     if os.path.isdir(node_dir):
         for name in sorted(os.listdir(node_dir)):
@@ -74,17 +78,13 @@ def read_topology(root):
                 continue
             cpus = [c for c in parse_cpulist(_read(os.path.join(node_dir, name, "cpulist"), ""))
                     if c in online]
-            hp = {}
-            hp_dir = os.path.join(node_dir, name, "hugepages")
-            if os.path.isdir(hp_dir):
-                for size in sorted(os.listdir(hp_dir)):
-                    hp[size.replace("hugepages-", "")] = {
-                        "total": int(_read(os.path.join(hp_dir, size, "nr_hugepages"), "0")),
-                        "free": int(_read(os.path.join(hp_dir, size, "free_hugepages"), "0")),
-                    }
-            nodes[m.group(1)] = {"cpus": cpus, "hugepages": hp}
+            nodes[m.group(1)] = {"cpus": cpus, "hugepages": _hugepages(os.path.join(node_dir, name, "hugepages"))}
     if not nodes:  # kernel without NUMA: one node with every CPU
         nodes["0"] = {"cpus": online, "hugepages": {}}
+    return nodes
+
+
+def _read_cpus(cpu_dir, online, nodes):
     cpu_node = {c: int(n) for n, v in nodes.items() for c in v["cpus"]}
     cpus = {}
     for cpu in online:
@@ -94,28 +94,39 @@ def read_topology(root):
         core = _read(os.path.join(topo, "core_id"), str(cpu))
         cpus[str(cpu)] = {"node": cpu_node.get(cpu, 0), "core": "%s:%s" % (package, core),
                           "siblings": [s for s in siblings if s in online]}
+    return cpus
+
+
+def _nic_numa_node(sysdir, dev):
+    # The node file sits on the PCI function; a virtio netdev's
+    # "device" is the virtio bus device below it, so walk up.
+    cur = os.path.realpath(dev) if os.path.exists(dev) else None
+    while cur and cur.startswith(os.path.realpath(sysdir) + os.sep):
+        numa = _read(os.path.join(cur, "numa_node"))
+        if numa is not None:
+            return int(numa) if numa != "" else None
+        cur = os.path.dirname(cur)
+    return None
+
+
+def _read_nics(sysdir):
     nics = {}
     net_dir = os.path.join(sysdir, "class/net")
     if os.path.isdir(net_dir):
         for nic in sorted(os.listdir(net_dir)):
             dev = os.path.join(net_dir, nic, "device")
-            numa = None
-            # The node file sits on the PCI function; a virtio netdev's
-            # "device" is the virtio bus device below it, so walk up.
-            cur = os.path.realpath(dev) if os.path.exists(dev) else None
-            while cur and cur.startswith(os.path.realpath(sysdir) + os.sep):
-                numa = _read(os.path.join(cur, "numa_node"))
-                if numa is not None:
-                    break
-                cur = os.path.dirname(cur)
             driver = None
             if os.path.islink(os.path.join(dev, "driver")):
                 driver = os.path.basename(os.readlink(os.path.join(dev, "driver")))
-            nics[nic] = {"numa_node": int(numa) if numa not in (None, "") else None,
+            nics[nic] = {"numa_node": _nic_numa_node(sysdir, dev),
                          "driver": driver, "physical": os.path.exists(dev)}
-    cpuinfo = _read(os.path.join(procdir, "cpuinfo"), "")
+    return nics
+
+
+def _read_cpu_ident(procdir):
+    """Vendor, family, model, stepping and flags of the first CPU in /proc/cpuinfo."""
     ident = {}
-    for line in cpuinfo.splitlines():
+    for line in _read(os.path.join(procdir, "cpuinfo"), "").splitlines():
         if not line.strip():
             if ident:
                 break
@@ -123,46 +134,54 @@ def read_topology(root):
         if ":" in line:
             k, v = line.split(":", 1)
             ident[k.strip()] = v.strip()
-    cpu = {"vendor": ident.get("vendor_id"),
-           "family": int(ident["cpu family"]) if "cpu family" in ident else None,
-           "model": int(ident["model"]) if ident.get("model", "").isdigit() else None,
-           "stepping": int(ident["stepping"]) if ident.get("stepping", "").isdigit() else None,
-           "flags": sorted(ident.get("flags", "").split())}
-    hugepages = {}
-    hp_dir = os.path.join(sysdir, "kernel/mm/hugepages")
-    if os.path.isdir(hp_dir):
-        for size in sorted(os.listdir(hp_dir)):
-            hugepages[size.replace("hugepages-", "")] = {
-                "total": int(_read(os.path.join(hp_dir, size, "nr_hugepages"), "0")),
-                "free": int(_read(os.path.join(hp_dir, size, "free_hugepages"), "0")),
-            }
-    hugetlbfs = []
+    return {"vendor": ident.get("vendor_id"),
+            "family": int(ident["cpu family"]) if "cpu family" in ident else None,
+            "model": int(ident["model"]) if ident.get("model", "").isdigit() else None,
+            "stepping": int(ident["stepping"]) if ident.get("stepping", "").isdigit() else None,
+            "flags": sorted(ident.get("flags", "").split())}
+
+
+def _hugetlbfs_mounts(procdir):
+    mounts = []
     for line in (_read(os.path.join(procdir, "mounts"), "") or "").splitlines():
         fields = line.split()
         if len(fields) >= 3 and fields[2] == "hugetlbfs":
-            hugetlbfs.append(fields[1])
-    isolated = parse_cpulist(_read(os.path.join(cpu_dir, "isolated"), ""))
-    irqbalance = False
+            mounts.append(fields[1])
+    return mounts
+
+
+def _irqbalance_running(procdir):
     if os.path.isdir(procdir):
         for pid in os.listdir(procdir):
             if pid.isdigit() and _read(os.path.join(procdir, pid, "comm")) == "irqbalance":
-                irqbalance = True
-                break
+                return True
+    return False
+
+
+def read_topology(root):
+    sysdir = os.path.join(root, "sys")
+    procdir = os.path.join(root, "proc")
+    cpu_dir = os.path.join(sysdir, "devices/system/cpu")
+    online_text = _read(os.path.join(cpu_dir, "online"))
+    if online_text is None:
+        raise PlanError("cannot read %s/online: not a Linux sysfs tree" % cpu_dir)
+    online = parse_cpulist(online_text)
+    nodes = _read_nodes(os.path.join(sysdir, "devices/system/node"), online)
     return {
         "nodes": nodes,
-        "cpus": cpus,
+        "cpus": _read_cpus(cpu_dir, online, nodes),
         "online": online,
-        "isolated": isolated,
-        "nics": nics,
-        "cpu": cpu,
-        "hugepages": hugepages,
-        "hugetlbfs_mounts": hugetlbfs,
+        "isolated": parse_cpulist(_read(os.path.join(cpu_dir, "isolated"), "")),
+        "nics": _read_nics(sysdir),
+        "cpu": _read_cpu_ident(procdir),
+        "hugepages": _hugepages(os.path.join(sysdir, "kernel/mm/hugepages")),
+        "hugetlbfs_mounts": _hugetlbfs_mounts(procdir),
         "cmdline": _read(os.path.join(procdir, "cmdline"), ""),
         "vhost_net": {
             "device": os.path.exists(os.path.join(root, "dev/vhost-net")),
             "module_loaded": os.path.isdir(os.path.join(sysdir, "module/vhost_net")),
         },
-        "irqbalance_running": irqbalance,
+        "irqbalance_running": _irqbalance_running(procdir),
     }
 
 

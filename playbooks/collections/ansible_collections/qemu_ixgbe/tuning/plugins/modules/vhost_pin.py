@@ -116,27 +116,12 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    try:
-        cpus = parse_cpulist(p["cpus"])
-    except ValueError:
-        module.fail_json(msg="bad CPU list %r" % p["cpus"])
-    if not cpus:
-        module.fail_json(msg="empty CPU list")
-    online = parse_cpulist(open("/sys/devices/system/cpu/online").read())
-    outside = [c for c in cpus if c not in online]
-    if outside:
-        module.fail_json(msg="CPUs %s are not online on this host (online: %s)"
-                         % (format_cpulist(outside), format_cpulist(online)))
+    cpus = _checked_cpus(module, p["cpus"])
     try:
         pid = p["pid"] or vhost.qemu_pid_of_domain(p["domain"], p["run_dir"])
-        paths = list(p["backend_sockets"])
-        if p["find_backends"] and p["domain"]:
-            paths += [s for s in vhost.domain_sockets(p["domain"], p["run_dir"])
-                      if s not in paths]
-        backends = vhost.find_backends(paths, pid)
-        backend_pids = sorted(set(p["backend_pids"]) | {b for x in backends for b in x["pids"]})
-        threads = vhost.list_threads("/proc", [pid] + backend_pids)
-        workers = vhost.find_workers(threads, pid, backend_pids, p["name_pattern"])
+        backends = vhost.domain_backends(pid, p["domain"], p["backend_sockets"], p["find_backends"],
+                                         run_dir=p["run_dir"])
+        threads, workers = vhost.backend_workers(pid, backends, p["backend_pids"], p["name_pattern"])
     except (ValueError, OSError) as e:
         module.fail_json(msg=str(e))
     for b in backends:
@@ -148,6 +133,29 @@ def main():
                              "(threads: %s)" % (len(workers), pid, p["min_workers"],
                                                 ", ".join(sorted({t["comm"] for t in threads}))),
                          pid=pid, backends=backends)
+    results = _pin(module, workers, cpus, pid=pid, backends=backends)
+    module.exit_json(changed=any(r["changed"] for r in results), pid=pid, cpus=format_cpulist(cpus),
+                     backends=backends, threads=results)
+
+
+def _checked_cpus(module, text):
+    """The CPUs of the cpus option: a CPU list of online CPUs, not empty."""
+    try:
+        cpus = parse_cpulist(text)
+    except ValueError:
+        module.fail_json(msg="bad CPU list %r" % text)
+    if not cpus:
+        module.fail_json(msg="empty CPU list")
+    online = parse_cpulist(open("/sys/devices/system/cpu/online").read())
+    outside = [c for c in cpus if c not in online]
+    if outside:
+        module.fail_json(msg="CPUs %s are not online on this host (online: %s)"
+                         % (format_cpulist(outside), format_cpulist(online)))
+    return cpus
+
+
+def _pin(module, workers, cpus, pid, backends):
+    """Pin the workers (check mode: say what would move) and read them back."""
     results = vhost.pin(workers, cpus, dry_run=module.check_mode)
     changed = any(r["changed"] for r in results)
     errors = ["%s %d (%s): %s" % (r["kind"], r["tid"], r["comm"], r["error"])
@@ -160,8 +168,7 @@ def main():
         if bad:
             module.fail_json(msg="threads not on %s after pinning: %s"
                              % (format_cpulist(cpus), bad), threads=results)
-    module.exit_json(changed=changed, pid=pid, cpus=format_cpulist(cpus), backends=backends,
-                     threads=results)
+    return results
 
 
 if __name__ == "__main__":

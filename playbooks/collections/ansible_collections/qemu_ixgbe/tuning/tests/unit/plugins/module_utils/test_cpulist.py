@@ -1,14 +1,16 @@
 """CPU lists: module_utils/cpulist.py is the collection's one parser and formatter.
 
-vhost.py is also the stand-alone libvirt hook helper, which runs without the
-collection, so it carries a copy of cpulist.py's marked block. The copy must be
-identical (CPULIST_UPDATE_COPY=1 rewrites it from cpulist.py), and every copy
-and wrapper answers the same cases the same way.
+topology.py wraps it (errors become PlanError), vhost.py imports it. vhost.py
+is also the stand-alone libvirt hook helper, which runs without the
+collection: the role vhost_pinning installs cpulist.py beside it as
+qemu_ixgbe_cpulist.py, and the helper imports it from there.
 """
 from __future__ import annotations
 
-import os
-import re
+import json
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Callable, List
 
@@ -17,15 +19,12 @@ import pytest
 from ansible_collections.qemu_ixgbe.tuning.plugins.module_utils import cpulist, topology, vhost
 
 MODULE_UTILS = Path(cpulist.__file__).resolve().parent
-BLOCK = re.compile(r"^# --- cpulist: begin -+\n.*?^# --- cpulist: end -+\n", re.M | re.S)
 
 PARSERS = {
     "cpulist": cpulist.parse_cpulist,
-    "vhost (hook copy)": vhost.parse_cpulist,
     "topology": topology.parse_cpulist,
 }
-FORMATTERS = {"cpulist": cpulist.format_cpulist, "vhost (hook copy)": vhost.format_cpulist,
-              "topology": topology.format_cpulist}
+FORMATTERS = {"cpulist": cpulist.format_cpulist, "topology": topology.format_cpulist}
 
 GOOD = [
     ("0-3,8,10-11", [0, 1, 2, 3, 8, 10, 11]),
@@ -69,22 +68,36 @@ def test_formats_and_round_trips(name: str) -> None:
         assert PARSERS[name](fmt(cpus)) == cpus
 
 
-def test_hook_copy_is_the_cpulist_block() -> None:
-    original = BLOCK.search((MODULE_UTILS / "cpulist.py").read_text())
-    assert original, "cpulist.py has no '# --- cpulist: begin/end' block"
-    path = MODULE_UTILS / "vhost.py"
-    text = path.read_text()
-    copies = BLOCK.findall(text)
-    assert len(copies) == 1, "vhost.py must hold exactly one copy of cpulist.py's block"
-    if copies[0] != original.group(0) and os.environ.get("CPULIST_UPDATE_COPY") == "1":
-        path.write_text(BLOCK.sub(lambda _: original.group(0), text))
-        copies = BLOCK.findall(path.read_text())
-    assert copies[0] == original.group(0), (
-        "vhost.py's copy of the CPU list block differs from cpulist.py; "
-        "rewrite it with CPULIST_UPDATE_COPY=1 pytest "
-        "tests/unit/plugins/module_utils/test_cpulist.py")
+def test_vhost_uses_the_one_parser() -> None:
+    assert vhost.parse_cpulist is cpulist.parse_cpulist
+    assert vhost.format_cpulist is cpulist.format_cpulist
 
 
-def test_hook_helper_needs_nothing_from_the_collection() -> None:
-    text = (MODULE_UTILS / "vhost.py").read_text()
-    assert "ansible_collections" not in text and "module_utils" not in re.sub(r"#.*", "", text)
+def _helper_run(tmp_path: Path, with_parser: bool) -> subprocess.CompletedProcess:
+    """Install the helper as the role does (vhost.py as a script, cpulist.py
+    beside it as qemu_ixgbe_cpulist.py) and run it for a domain whose config
+    wants no workers: it parses and formats the config's CPU list."""
+    libexec, conf, run = tmp_path / "libexec", tmp_path / "conf", tmp_path / "run"
+    for d in (libexec, conf, run):
+        d.mkdir()
+    helper = libexec / "qemu-ixgbe-vhost-pin"
+    shutil.copy(MODULE_UTILS / "vhost.py", helper)
+    if with_parser:
+        shutil.copy(MODULE_UTILS / "cpulist.py", libexec / "qemu_ixgbe_cpulist.py")
+    (conf / "dom.json").write_text(json.dumps({"cpus": "3,1-2", "min_workers": 0}))
+    return subprocess.run(
+        [sys.executable, "-E", "-s", str(helper), "dom", "--config-dir", str(conf), "--run-dir", str(run),
+         "--wait", "0", "--log", str(tmp_path / "log")],
+        cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False)
+
+
+def test_hook_helper_runs_standalone_with_the_parser_beside_it(tmp_path: Path) -> None:
+    proc = _helper_run(tmp_path, with_parser=True)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "log").read_text())["cpus"] == "1-3"
+
+
+def test_hook_helper_needs_the_parser_beside_it(tmp_path: Path) -> None:
+    proc = _helper_run(tmp_path, with_parser=False)
+    assert proc.returncode != 0
+    assert "qemu_ixgbe_cpulist" in proc.stderr
