@@ -102,9 +102,8 @@ static bool ixgbe_legacy_pending(IxgbeCore *core)
 /* The IVAR byte that routes a queue's RX or TX cause */
 static uint32_t ixgbe_ivar_entry(IxgbeCore *core, unsigned queue, bool is_tx)
 {
-    uint32_t ivar = ixgbe_get(core, IXGBE_IVAR0 + (queue / 2) * 4);
-
-    return (ivar >> ((queue & 1) * 16 + (is_tx ? 8 : 0))) & 0xFF;
+    return ixgbe_ivar_byte(ixgbe_get(core, IXGBE_IVAR0 + (queue / 2) * 4),
+                           queue, is_tx);
 }
 
 static bool ixgbe_ivar_routes(uint32_t ent, int vector)

@@ -100,6 +100,18 @@
 #define IXGBE_IVAR_VECTOR_MASK      0x3F
 #define IXGBE_IVAR_VALID            0x80
 
+/*
+ * IVAR and VTIVAR each route two queues: the even queue's receive cause
+ * in bits 7:0 and its transmit cause in 15:8, the odd queue's in 23:16
+ * and 31:24.  The byte for one queue's cause, from the register that
+ * holds it:
+ */
+static inline uint8_t ixgbe_ivar_byte(uint32_t ivar, unsigned queue,
+                                      bool is_tx)
+{
+    return ivar >> ((queue & 1) * 16 + (is_tx ? 8 : 0));
+}
+
 #define IXGBE_EICR_MAILBOX          (1u << 19)
 
 /* EEPROM, flash, semaphores, firmware */

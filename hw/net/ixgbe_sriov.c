@@ -121,7 +121,7 @@ static void ixgbe_vf_fire(IxgbeCore *core, unsigned vfn, uint32_t bits)
             continue;           /* held until the VTEITR interval is over */
         }
         for (unsigned i = 0; i < qpp; i++) {
-            uint32_t ent = vf->ivar[i / 2] >> ((i & 1) * 16 + 8);
+            uint32_t ent = ixgbe_ivar_byte(vf->ivar[i / 2], i, true);
             int q = ixgbe_vf_queue(core, vfn, i);
 
             if (q >= 0 && (ent & IXGBE_IVAR_VALID) &&
@@ -187,8 +187,8 @@ bool ixgbe_sriov_queue_cause(IxgbeCore *core, bool is_tx, unsigned queue)
     }
     vfn = queue / qpp;
     idx = queue % qpp;
-    ixgbe_vf_raise(core, vfn, core->vf[vfn].ivar[idx / 2] >>
-                              ((idx & 1) * 16 + (is_tx ? 8 : 0)));
+    ixgbe_vf_raise(core, vfn,
+                   ixgbe_ivar_byte(core->vf[vfn].ivar[idx / 2], idx, is_tx));
     return true;
 }
 
