@@ -102,7 +102,7 @@ static bool ixgbe_legacy_pending(IxgbeCore *core)
 /* The IVAR byte that routes a queue's RX or TX cause */
 static uint32_t ixgbe_ivar_entry(IxgbeCore *core, unsigned queue, bool is_tx)
 {
-    return ixgbe_ivar_byte(ixgbe_get(core, IXGBE_IVAR0 + (queue / 2) * 4),
+    return ixgbe_ivar_byte(ixgbe_get(core, IXGBE_IVAR(queue / 2)),
                            queue, is_tx);
 }
 
@@ -757,7 +757,7 @@ static const IxgbeRegDesc ixgbe_reg_table[] = {
     PLAIN("MCSTCTRL", IXGBE_MCSTCTRL, 1, 4, 0, 0x7),
     PLAIN("MTA", IXGBE_MTA0, 128, 4, 0, ALL),
     PLAIN("RAL", IXGBE_RAL0, 128, 8, 0, ALL),
-    PLAIN("RAH", IXGBE_RAL0 + 4, 128, 8, 0, 0x8000FFFF),
+    PLAIN("RAH", IXGBE_RAH(0), 128, 8, 0, 0x8000FFFF),
     PLAIN("MPSAR", IXGBE_MPSAR0, 256, 4, 0, ALL),
     PLAIN("VFTA", IXGBE_VFTA0, 128, 4, 0, ALL),
     PLAIN("PSRTYPE", IXGBE_PSRTYPE0, 64, 4, 0, ALL),
@@ -887,7 +887,7 @@ static const IxgbeRegDesc ixgbe_reg_table[] = {
         NULL, NULL),
     REG("PVFGOTC_LSB", IXGBE_PVFGOTC_LSB0, IXGBE_MAX_VFS, 8, 0, 0,
         IXGBE_RF_HW, NULL, NULL),
-    REG("PVFGOTC_MSB", IXGBE_PVFGOTC_LSB0 + 4, IXGBE_MAX_VFS, 8, 0, 0,
+    REG("PVFGOTC_MSB", IXGBE_PVFGOTC_MSB(0), IXGBE_MAX_VFS, 8, 0, 0,
         IXGBE_RF_HW, NULL, NULL),
 
     /* Statistics */
@@ -947,7 +947,7 @@ static const IxgbeRegDesc ixgbe_reg_table[] = {
     STAT("MNGPTC", 0x0CF90, 1, 4),
     STAT("QPRC", IXGBE_QPRC0, 16, 0x40),
     STAT("QBRC_L", IXGBE_QBRC0, 16, 0x40),
-    STAT("QBRC_H", IXGBE_QBRC0 + 4, 16, 0x40),
+    STAT("QBRC_H", IXGBE_QBRC_H(0), 16, 0x40),
     STAT("QPRDC", IXGBE_QPRDC0, 16, 0x40),
     STAT("QPTC", IXGBE_QPTC0, 16, 0x40),
     STAT("QBTC", IXGBE_QBTC0, 32, 4),
@@ -1146,7 +1146,7 @@ static void ixgbe_load_mac_address(IxgbeCore *core)
 
     *ixgbe_reg(core, IXGBE_RAL0) = m[0] | (m[1] << 8) | (m[2] << 16) |
                                  ((uint32_t)m[3] << 24);
-    *ixgbe_reg(core, IXGBE_RAL0 + 4) = m[4] | (m[5] << 8) | IXGBE_RAH_AV;
+    *ixgbe_reg(core, IXGBE_RAH(0)) = m[4] | (m[5] << 8) | IXGBE_RAH_AV;
 }
 
 static void ixgbe_reset_state(IxgbeCore *core)

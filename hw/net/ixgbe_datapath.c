@@ -196,8 +196,8 @@ static void ixgbe_tx_stats(IxgbeCore *core, unsigned q,
     } else if (is_multicast_ether_addr(dst)) {
         ixgbe_stat_inc(core, IXGBE_MPTC);
     }
-    ixgbe_stat_inc(core, IXGBE_QPTC0 + si * 0x40);
-    ixgbe_stat64_add(core, IXGBE_QBTC0 + si * 8, len);
+    ixgbe_stat_inc(core, IXGBE_QPTC(si));
+    ixgbe_stat64_add(core, IXGBE_QBTC_L(si), len);
 }
 
 typedef struct IxgbeTxOut {
@@ -664,7 +664,7 @@ static bool ixgbe_rx_accept(IxgbeCore *core, const uint8_t *buf)
         be16_to_cpu(eh->h_proto) == (vlnctrl & 0xFFFF)) {
         uint16_t vid = lduw_be_p(buf + 14) & 0xFFF;
 
-        uint32_t vfta = ixgbe_get(core, IXGBE_VFTA0 + (vid >> 5) * 4);
+        uint32_t vfta = ixgbe_get(core, IXGBE_VFTA(vid >> 5));
 
         if (!(vfta & BIT(vid & 0x1F))) {
             return false;
@@ -686,14 +686,14 @@ static bool ixgbe_rx_accept(IxgbeCore *core, const uint8_t *buf)
         }
         hash = ((buf[4] >> shift[mc & IXGBE_MCSTCTRL_MO_MASK]) |
                 (buf[5] << (8 - shift[mc & IXGBE_MCSTCTRL_MO_MASK]))) & 0xFFF;
-        return ixgbe_get(core, IXGBE_MTA0 + (hash >> 5) * 4) & BIT(hash & 0x1F);
+        return ixgbe_get(core, IXGBE_MTA(hash >> 5)) & BIT(hash & 0x1F);
     }
     if (fctrl & IXGBE_FCTRL_UPE) {
         return true;
     }
     for (unsigned i = 0; i < IXGBE_RAR_ENTRIES; i++) {
-        uint32_t ral = ixgbe_get(core, IXGBE_RAL0 + i * 8);
-        uint32_t rah = ixgbe_get(core, IXGBE_RAL0 + i * 8 + 4);
+        uint32_t ral = ixgbe_get(core, IXGBE_RAL(i));
+        uint32_t rah = ixgbe_get(core, IXGBE_RAH(i));
 
         if ((rah & IXGBE_RAH_AV) && ldl_le_p(buf) == ral &&
             lduw_le_p(buf + 4) == (rah & 0xFFFF)) {
@@ -785,13 +785,13 @@ static void ixgbe_rx_rss(IxgbeCore *core, IxgbeRxInfo *info, bool ip4,
         return;
     }
     for (unsigned i = 0; i < IXGBE_RSS_KEY_SIZE; i++) {
-        key[i] = ixgbe_get(core, IXGBE_RSSRK0 + (i & ~3u)) >> ((i & 3) * 8);
+        key[i] = ixgbe_get(core, IXGBE_RSSRK(i / 4)) >> ((i & 3) * 8);
     }
     info->hash = net_rx_pkt_calc_rss_hash(core->rx_pkt, type, key);
     {
         unsigned idx = info->hash & (IXGBE_RETA_ENTRIES - 1);
 
-        info->queue = (ixgbe_get(core, IXGBE_RETA0 + (idx & ~3u)) >>
+        info->queue = (ixgbe_get(core, IXGBE_RETA(idx / 4)) >>
                        ((idx & 3) * 8)) & 0xF;
     }
 }
@@ -974,8 +974,8 @@ static void ixgbe_rx_queue_stats(IxgbeCore *core, unsigned q, size_t len)
 {
     unsigned si = ixgbe_queue_stat_index(core, IXGBE_RQSMR0, q);
 
-    ixgbe_stat_inc(core, IXGBE_QPRC0 + si * 0x40);
-    ixgbe_stat64_add(core, IXGBE_QBRC0 + si * 0x40, len);
+    ixgbe_stat_inc(core, IXGBE_QPRC(si));
+    ixgbe_stat64_add(core, IXGBE_QBRC_L(si), len);
 }
 
 static void ixgbe_rx_drop(IxgbeCore *core, unsigned q)
@@ -983,7 +983,7 @@ static void ixgbe_rx_drop(IxgbeCore *core, unsigned q)
     unsigned si = ixgbe_queue_stat_index(core, IXGBE_RQSMR0, q);
 
     ixgbe_stat_inc(core, IXGBE_RNBC0);
-    ixgbe_stat_inc(core, IXGBE_QPRDC0 + si * 0x40);
+    ixgbe_stat_inc(core, IXGBE_QPRDC(si));
     trace_ixgbe_rx_drop(q);
 }
 
@@ -1346,9 +1346,8 @@ static void ixgbe_rx_complete(IxgbeCore *core, unsigned q, uint32_t idx,
                        IXGBE_RXDCTL_THRESH_MASK;
     unsigned qpp = ixgbe_sriov_queues_per_pool(core);
     IxgbeRxQueue *rxq = &core->rxq[q];
-
-    uint32_t ivar = ixgbe_get(core, IXGBE_IVAR0 + (q / 2) * 4) >>
-                    ((q & 1) * 16);
+    uint8_t ivar = ixgbe_ivar_byte(ixgbe_get(core, IXGBE_IVAR(q / 2)), q,
+                                   false);
 
     if (!wthresh || !(ivar & IXGBE_IVAR_VALID) ||
         (qpp && q / qpp < ixgbe_sriov_num_vfs(core))) {

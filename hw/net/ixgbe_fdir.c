@@ -464,7 +464,7 @@ static void ixgbe_fdir_fill(IxgbeCore *core, IxgbeFdirFilter *flt,
     flt->cmd = cmd & ~(IXGBE_FDIRCMD_CMD_MASK | IXGBE_FDIRCMD_FILTER_VALID |
                        IXGBE_FDIRCMD_CLEARHT | IXGBE_FDIRCMD_COLLISION);
     for (unsigned i = 0; i < 3; i++) {
-        flt->sip[i] = ixgbe_get(core, IXGBE_FDIRSIPV6_0 + i * 4);
+        flt->sip[i] = ixgbe_get(core, IXGBE_FDIRSIPV6(i));
     }
     flt->sip[3] = ixgbe_get(core, IXGBE_FDIRIPSA);
     flt->dip = ixgbe_get(core, IXGBE_FDIRIPDA);
@@ -534,7 +534,7 @@ static uint32_t ixgbe_fdir_add(IxgbeCore *core, uint32_t cmd)
 static void ixgbe_fdir_query(IxgbeCore *core, const IxgbeFdirFilter *flt)
 {
     for (unsigned i = 0; i < 3; i++) {
-        *ixgbe_reg(core, IXGBE_FDIRSIPV6_0 + i * 4) = flt->sip[i];
+        *ixgbe_reg(core, IXGBE_FDIRSIPV6(i)) = flt->sip[i];
     }
     *ixgbe_reg(core, IXGBE_FDIRIPSA) = flt->sip[3];
     *ixgbe_reg(core, IXGBE_FDIRIPDA) = flt->dip;

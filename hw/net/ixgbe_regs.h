@@ -668,4 +668,46 @@ typedef union IxgbeRxDesc {
 #define IXGBE_FW_PASSTHROUGH_PATCH_PTR  0x4
 #define IXGBE_FW_PATCH_VERSION_4        0x7
 
+/*
+ * Register arrays, one entry by index, under the names the Linux driver
+ * gives them (ixgbe_type.h), so that IXGBE_QPRC(i) reads the same here.
+ */
+#define IXGBE_IVAR(i)           (IXGBE_IVAR0 + (i) * 4)
+#define IXGBE_MTA(i)            (IXGBE_MTA0 + (i) * 4)
+#define IXGBE_RETA(i)           (IXGBE_RETA0 + (i) * 4)
+#define IXGBE_RSSRK(i)          (IXGBE_RSSRK0 + (i) * 4)
+#define IXGBE_VFTA(i)           (IXGBE_VFTA0 + (i) * 4)
+#define IXGBE_RAL(i)            (IXGBE_RAL0 + (i) * 8)
+#define IXGBE_RAH(i)            (IXGBE_RAL0 + (i) * 8 + 4)
+#define IXGBE_MPSAR_LO(i)       (IXGBE_MPSAR0 + (i) * 8)
+#define IXGBE_MPSAR_HI(i)       (IXGBE_MPSAR0 + (i) * 8 + 4)
+#define IXGBE_PSRTYPE(i)        (IXGBE_PSRTYPE0 + (i) * 4)
+#define IXGBE_FDIRSIPV6(i)      (IXGBE_FDIRSIPV6_0 + (i) * 4)
+#define IXGBE_QPRC(i)           (IXGBE_QPRC0 + (i) * 0x40)
+#define IXGBE_QBRC_L(i)         (IXGBE_QBRC0 + (i) * 0x40)
+#define IXGBE_QBRC_H(i)         (IXGBE_QBRC0 + (i) * 0x40 + 4)
+#define IXGBE_QPRDC(i)          (IXGBE_QPRDC0 + (i) * 0x40)
+#define IXGBE_QPTC(i)           (IXGBE_QPTC0 + (i) * 0x40)
+#define IXGBE_QBTC_L(i)         (IXGBE_QBTC0 + (i) * 8)
+#define IXGBE_QBTC_H(i)         (IXGBE_QBTC0 + (i) * 8 + 4)
+#define IXGBE_PFMBICR(i)        (IXGBE_PFMBICR0 + (i) * 4)
+#define IXGBE_VFLREC(i)         (IXGBE_VFLREC0 + (i) * 4)
+#define IXGBE_PFMBIMR(i)        (IXGBE_PFMBIMR0 + (i) * 4)
+#define IXGBE_PFMAILBOX(i)      (IXGBE_PFMAILBOX0 + (i) * 4)
+#define IXGBE_VFRE(i)           (IXGBE_VFRE0 + (i) * 4)
+#define IXGBE_VFTE(i)           (IXGBE_VFTE0 + (i) * 4)
+#define IXGBE_PFVFSPOOF(i)      (IXGBE_PFVFSPOOF0 + (i) * 4)
+#define IXGBE_VMVIR(i)          (IXGBE_VMVIR0 + (i) * 4)
+#define IXGBE_VMECM(i)          (IXGBE_VMECM0 + (i) * 4)
+#define IXGBE_VMOLR(i)          (IXGBE_PFVML2FLT0 + (i) * 4)
+#define IXGBE_VLVF(i)           (IXGBE_PFVLVF0 + (i) * 4)
+#define IXGBE_VLVFB(i)          (IXGBE_PFVLVFB0 + (i) * 4)
+#define IXGBE_PVFGPRC(i)        (IXGBE_PVFGPRC0 + (i) * 0x40)
+#define IXGBE_PVFGORC_LSB(i)    (IXGBE_PVFGORC_LSB0 + (i) * 0x40)
+#define IXGBE_PVFGORC_MSB(i)    (IXGBE_PVFGORC_MSB0 + (i) * 0x40)
+#define IXGBE_PVFMPRC(i)        (IXGBE_PVFMPRC0 + (i) * 0x40)
+#define IXGBE_PVFGPTC(i)        (IXGBE_PVFGPTC0 + (i) * 4)
+#define IXGBE_PVFGOTC_LSB(i)    (IXGBE_PVFGOTC_LSB0 + (i) * 8)
+#define IXGBE_PVFGOTC_MSB(i)    (IXGBE_PVFGOTC_LSB0 + (i) * 8 + 4)
+
 #endif

@@ -214,7 +214,7 @@ PCIDevice *ixgbe_queue_dma_dev(IxgbeCore *core, unsigned queue)
 /* A VF's message, acknowledgement or reset for the PF: EICR.MAILBOX */
 static void ixgbe_sriov_pf_notify(IxgbeCore *core, unsigned vfn)
 {
-    if (ixgbe_get(core, IXGBE_PFMBIMR0 + (vfn / 32) * 4) & BIT(vfn % 32)) {
+    if (ixgbe_get(core, IXGBE_PFMBIMR(vfn / 32)) & BIT(vfn % 32)) {
         ixgbe_raise_other_cause(core, IXGBE_EICR_MAILBOX);
     }
 }
@@ -273,8 +273,7 @@ void ixgbe_sriov_write_w1c(IxgbeCore *core, hwaddr addr, uint32_t val,
 /* VFLRE: the pending VF resets VFLREC clears */
 uint32_t ixgbe_sriov_read_vflre(IxgbeCore *core, hwaddr addr)
 {
-    return ixgbe_get(core, addr == IXGBE_VFLRE0 ? IXGBE_VFLREC0
-                                                : IXGBE_VFLREC0 + 4);
+    return ixgbe_get(core, IXGBE_VFLREC(addr == IXGBE_VFLRE0 ? 0 : 1));
 }
 
 /*
@@ -356,13 +355,13 @@ void ixgbe_vf_reset(IxgbeCore *core, unsigned vfn)
  */
 void ixgbe_vf_flr(IxgbeCore *core, unsigned vfn)
 {
-    hwaddr word = (vfn / 32) * 4;
+    unsigned word = vfn / 32;
     uint32_t bit = BIT(vfn % 32);
 
     trace_ixgbe_vf_flr(vfn);
-    *ixgbe_reg(core, IXGBE_VFLREC0 + word) |= bit;
-    *ixgbe_reg(core, IXGBE_VFRE0 + word) &= ~bit;
-    *ixgbe_reg(core, IXGBE_VFTE0 + word) &= ~bit;
+    *ixgbe_reg(core, IXGBE_VFLREC(word)) |= bit;
+    *ixgbe_reg(core, IXGBE_VFRE(word)) &= ~bit;
+    *ixgbe_reg(core, IXGBE_VFTE(word)) &= ~bit;
     ixgbe_raise_other_cause(core, IXGBE_EICR_MAILBOX);
 }
 
@@ -503,7 +502,7 @@ static uint32_t ixgbe_vf_read_mailbox(IxgbeCore *core, unsigned vfn,
     IxgbeVf *vf = &core->vf[vfn];
     uint32_t v = vf->mailbox;
 
-    if (ixgbe_get(core, IXGBE_PFMAILBOX0 + vfn * 4) & IXGBE_PFMAILBOX_PFU) {
+    if (ixgbe_get(core, IXGBE_PFMAILBOX(vfn)) & IXGBE_PFMAILBOX_PFU) {
         v |= IXGBE_VFMAILBOX_PFU;
     }
     if (core->pf_rst_pending) {
@@ -517,7 +516,7 @@ static void ixgbe_vf_write_mailbox(IxgbeCore *core, unsigned vfn,
                                    unsigned idx, uint32_t val)
 {
     IxgbeVf *vf = &core->vf[vfn];
-    bool pfu = ixgbe_get(core, IXGBE_PFMAILBOX0 + vfn * 4) &
+    bool pfu = ixgbe_get(core, IXGBE_PFMAILBOX(vfn)) &
                IXGBE_PFMAILBOX_PFU;
 
     if (!(val & IXGBE_VFMAILBOX_VFU)) {
@@ -527,7 +526,7 @@ static void ixgbe_vf_write_mailbox(IxgbeCore *core, unsigned vfn,
     }
     trace_ixgbe_vf_mailbox(vfn, val, vf->mailbox);
     if (val & (IXGBE_VFMAILBOX_REQ | IXGBE_VFMAILBOX_ACK)) {
-        uint32_t *icr = ixgbe_reg(core, IXGBE_PFMBICR0 + (vfn / 16) * 4);
+        uint32_t *icr = ixgbe_reg(core, IXGBE_PFMBICR(vfn / 16));
 
         if (val & IXGBE_VFMAILBOX_REQ) {
             *icr |= IXGBE_PFMBICR_VFREQ(vfn);
@@ -606,7 +605,7 @@ static const IxgbeVfRegDesc ixgbe_vf_reg_table[] = {
     TO_PF("VFMPRC", IXGBE_VFMPRC, 1, IXGBE_PVFMPRC0, 0x40, true),
     TO_PF("VFGPTC", IXGBE_VFGPTC, 1, IXGBE_PVFGPTC0, 4, true),
     TO_PF("VFGOTC_LSB", IXGBE_VFGOTC_LSB, 1, IXGBE_PVFGOTC_LSB0, 8, true),
-    TO_PF("VFGOTC_MSB", IXGBE_VFGOTC_MSB, 1, IXGBE_PVFGOTC_LSB0 + 4, 8, true),
+    TO_PF("VFGOTC_MSB", IXGBE_VFGOTC_MSB, 1, IXGBE_PVFGOTC_MSB(0), 8, true),
 
     RXQ("VFRDBAL", IXGBE_RXQ_RDBAL),
     RXQ("VFRDBAH", IXGBE_RXQ_RDBAH),

@@ -99,8 +99,8 @@ static bool ixgbe_vt_hash_hit(IxgbeCore *core, hwaddr table,
 static int ixgbe_vt_rar_match(IxgbeCore *core, const uint8_t *addr)
 {
     for (unsigned i = 0; i < IXGBE_RAR_ENTRIES; i++) {
-        uint32_t ral = ixgbe_get(core, IXGBE_RAL0 + i * 8);
-        uint32_t rah = ixgbe_get(core, IXGBE_RAL0 + i * 8 + 4);
+        uint32_t ral = ixgbe_get(core, IXGBE_RAL(i));
+        uint32_t rah = ixgbe_get(core, IXGBE_RAH(i));
 
         if ((rah & IXGBE_RAH_AV) && ldl_le_p(addr) == ral &&
             lduw_le_p(addr + 4) == (rah & 0xFFFF)) {
@@ -112,8 +112,8 @@ static int ixgbe_vt_rar_match(IxgbeCore *core, const uint8_t *addr)
 
 static uint64_t ixgbe_vt_rar_pools(IxgbeCore *core, int rar)
 {
-    return ixgbe_vt_bits64(core, IXGBE_MPSAR0 + rar * 8,
-                           IXGBE_MPSAR0 + rar * 8 + 4);
+    return ixgbe_vt_bits64(core, IXGBE_MPSAR_LO(rar),
+                           IXGBE_MPSAR_HI(rar));
 }
 
 /* The pools of a VLAN; false when no PFVLVF entry holds it */
@@ -121,12 +121,12 @@ static bool ixgbe_vt_vlan_pools(IxgbeCore *core, uint16_t vid,
                                 uint64_t *pools)
 {
     for (unsigned i = 0; i < IXGBE_MAX_POOLS; i++) {
-        uint32_t vlvf = ixgbe_get(core, IXGBE_PFVLVF0 + i * 4);
+        uint32_t vlvf = ixgbe_get(core, IXGBE_VLVF(i));
 
         if ((vlvf & IXGBE_PFVLVF_VIEN) &&
             (vlvf & IXGBE_PFVLVF_VLANID_MASK) == vid) {
-            *pools = ixgbe_vt_bits64(core, IXGBE_PFVLVFB0 + i * 8,
-                                     IXGBE_PFVLVFB0 + i * 8 + 4);
+            *pools = ixgbe_vt_bits64(core, IXGBE_VLVFB(i * 2),
+                                     IXGBE_VLVFB(i * 2 + 1));
             return true;
         }
     }
@@ -139,7 +139,7 @@ static uint64_t ixgbe_vt_pools_with(IxgbeCore *core, uint32_t bits)
     uint64_t pools = 0;
 
     for (unsigned p = 0; p < IXGBE_MAX_POOLS; p++) {
-        if (ixgbe_get(core, IXGBE_PFVML2FLT0 + p * 4) & bits) {
+        if (ixgbe_get(core, IXGBE_VMOLR(p)) & bits) {
             pools |= BIT_ULL(p);
         }
     }
@@ -200,7 +200,7 @@ static uint64_t ixgbe_vt_pools(IxgbeCore *core, const uint8_t *buf,
     } else {
         pools &= ixgbe_vt_pools_with(core, IXGBE_VMOLR_AUPE);
     }
-    pools &= ixgbe_vt_bits64(core, IXGBE_VFRE0, IXGBE_VFRE0 + 4);
+    pools &= ixgbe_vt_bits64(core, IXGBE_VFRE(0), IXGBE_VFRE(1));
     if (src_pool >= 0) {
         pools &= ~BIT_ULL(src_pool);
     }
@@ -227,7 +227,7 @@ void ixgbe_vt_classify(IxgbeCore *core, const uint8_t *buf, size_t len,
     dest->n = 0;
     while (pools) {
         unsigned p = ctz64(pools);
-        unsigned rqpl = (ixgbe_get(core, IXGBE_PSRTYPE0 + p * 4) >>
+        unsigned rqpl = (ixgbe_get(core, IXGBE_PSRTYPE(p)) >>
                          IXGBE_PSRTYPE_RQPL_SHIFT) & 3;
         unsigned nq = MIN(rqpl == 3 ? 1 : 1u << rqpl, qpp);
 
@@ -263,11 +263,11 @@ static void ixgbe_vt_count36(IxgbeCore *core, hwaddr lo, hwaddr hi,
 void ixgbe_vt_rx_count(IxgbeCore *core, unsigned pool, size_t len,
                        bool multicast)
 {
-    ixgbe_vt_count(core, IXGBE_PVFGPRC0 + pool * 0x40, 1);
-    ixgbe_vt_count36(core, IXGBE_PVFGORC_LSB0 + pool * 0x40,
-                     IXGBE_PVFGORC_MSB0 + pool * 0x40, len);
+    ixgbe_vt_count(core, IXGBE_PVFGPRC(pool), 1);
+    ixgbe_vt_count36(core, IXGBE_PVFGORC_LSB(pool),
+                     IXGBE_PVFGORC_MSB(pool), len);
     if (multicast) {
-        ixgbe_vt_count(core, IXGBE_PVFMPRC0 + pool * 0x40, 1);
+        ixgbe_vt_count(core, IXGBE_PVFMPRC(pool), 1);
     }
 }
 
@@ -285,7 +285,7 @@ bool ixgbe_vt_tx_vlan(IxgbeCore *core, unsigned q, bool vle, uint16_t *tag)
     if (pool >= IXGBE_MAX_POOLS) {
         return vle;
     }
-    vmvir = ixgbe_get(core, IXGBE_VMVIR0 + pool * 4);
+    vmvir = ixgbe_get(core, IXGBE_VMVIR(pool));
     switch (vmvir >> IXGBE_VMVIR_VLANA_SHIFT) {
     case IXGBE_VMVIR_VLANA_DEFAULT:
         *tag = vmvir & IXGBE_VMVIR_TAG_MASK;
@@ -318,7 +318,7 @@ void ixgbe_vt_write_vmvir(IxgbeCore *core, hwaddr addr, uint32_t val,
 static bool ixgbe_vt_spoofed(IxgbeCore *core, unsigned pool,
                              const uint8_t *hdr, size_t len)
 {
-    uint32_t spoof = ixgbe_get(core, IXGBE_PFVFSPOOF0 + (pool / 8) * 4);
+    uint32_t spoof = ixgbe_get(core, IXGBE_PFVFSPOOF(pool / 8));
     uint16_t vid;
     uint64_t pools;
 
@@ -354,7 +354,7 @@ IxgbeVtTx ixgbe_vt_tx(IxgbeCore *core, unsigned q, const struct iovec *iov,
 
     iov_to_buf(iov, iovcnt, 0, hdr, sizeof(hdr));
     if (pool >= IXGBE_MAX_POOLS ||
-        !(ixgbe_vt_bits64(core, IXGBE_VFTE0, IXGBE_VFTE0 + 4) &
+        !(ixgbe_vt_bits64(core, IXGBE_VFTE(0), IXGBE_VFTE(1)) &
           BIT_ULL(pool))) {
         trace_ixgbe_vt_tx_drop(q, pool, "transmit disabled (PFVFTE)");
         return IXGBE_VT_TX_DROP;
@@ -364,7 +364,7 @@ IxgbeVtTx ixgbe_vt_tx(IxgbeCore *core, unsigned q, const struct iovec *iov,
         return IXGBE_VT_TX_DROP;
     }
     if (ixgbe_vt_spoofed(core, pool, hdr, MIN(len, sizeof(hdr)))) {
-        uint32_t vmecm = ixgbe_get(core, IXGBE_VMECM0 + (pool / 32) * 4);
+        uint32_t vmecm = ixgbe_get(core, IXGBE_VMECM(pool / 32));
 
         if ((vmecm & BIT(pool % 32)) &&
             ixgbe_get(core, IXGBE_SSVPC) != UINT32_MAX) {
@@ -373,9 +373,9 @@ IxgbeVtTx ixgbe_vt_tx(IxgbeCore *core, unsigned q, const struct iovec *iov,
         trace_ixgbe_vt_tx_drop(q, pool, "spoofed source (PFVFSPOOF)");
         return IXGBE_VT_TX_DROP;
     }
-    ixgbe_vt_count(core, IXGBE_PVFGPTC0 + pool * 4, 1);
-    ixgbe_vt_count36(core, IXGBE_PVFGOTC_LSB0 + pool * 8,
-                     IXGBE_PVFGOTC_LSB0 + pool * 8 + 4, len);
+    ixgbe_vt_count(core, IXGBE_PVFGPTC(pool), 1);
+    ixgbe_vt_count36(core, IXGBE_PVFGOTC_LSB(pool),
+                     IXGBE_PVFGOTC_MSB(pool), len);
     if (!(ixgbe_get(core, IXGBE_PFDTXGSWC) & IXGBE_PFDTXGSWC_VT_LBEN)) {
         return IXGBE_VT_TX_WIRE;
     }
