@@ -30,8 +30,11 @@
 #include "migration/vmstate.h"
 #include "qom/object.h"
 #include "ixgbe_core.h"
+#include "ixgbe.h"
+#include "ixgbe_datapath.h"
 #include "ixgbe_fdir.h"
 #include "ixgbe_sriov.h"
+#include "ixgbevf.h"
 #include "trace.h"
 
 #define TYPE_IXGBE "ixgbe-base"

@@ -178,21 +178,6 @@ int ixgbe_core_post_load(IxgbeCore *core);
 void ixgbe_raise_queue_cause(IxgbeCore *core, bool is_tx, unsigned queue);
 void ixgbe_raise_other_cause(IxgbeCore *core, uint32_t cause);
 
-/* Datapath (ixgbe_datapath.c) */
-void ixgbe_tx_kick(IxgbeCore *core, unsigned queue);
-void ixgbe_tx_flush_writeback(IxgbeCore *core, unsigned queue);
-void ixgbe_rx_flush_writeback(IxgbeCore *core, unsigned queue);
-void ixgbe_rx_queue_sync(IxgbeCore *core, unsigned queue);
-void ixgbe_rx_flush_all(IxgbeCore *core, bool drop_cache);
-void ixgbe_rx_prefetch(IxgbeCore *core, unsigned queue);
-bool ixgbe_rx_can_receive(IxgbeCore *core);
-ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
-                         int iovcnt, bool loopback);
-void ixgbe_datapath_init(IxgbeCore *core);
-void ixgbe_datapath_uninit(IxgbeCore *core);
-void ixgbe_datapath_reset(IxgbeCore *core);
-bool ixgbe_datapath_post_load(IxgbeCore *core);
-
 /* Queue register helpers shared by the register file and the datapath */
 static inline hwaddr ixgbe_rxq_reg(unsigned queue, hwaddr reg)
 {

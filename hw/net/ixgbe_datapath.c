@@ -32,6 +32,7 @@
 #include "net_tx_pkt.h"
 #include "net_rx_pkt.h"
 #include "ixgbe_core.h"
+#include "ixgbe_datapath.h"
 #include "ixgbe_ptp.h"
 #include "ixgbe_fdir.h"
 #include "ixgbe_vt.h"

@@ -25,6 +25,7 @@
 #include "hw/pci/pcie_sriov.h"
 #include "hw/pci/msix.h"
 #include "ixgbe_core.h"
+#include "ixgbe_datapath.h"
 #include "ixgbe_sriov.h"
 #include "trace.h"
 

@@ -11,11 +11,6 @@
 
 #include "ixgbe_core.h"
 
-#define TYPE_IXGBEVF "ixgbevf"
-
-/* The PF's core, for its virtual functions (ixgbe.c) */
-IxgbeCore *ixgbe_pf_core(PCIDevice *pf);
-
 /* PF side */
 void ixgbe_sriov_realize(IxgbeCore *core);
 void ixgbe_sriov_unrealize(IxgbeCore *core);
@@ -41,8 +36,5 @@ uint32_t ixgbe_vf_read(IxgbeCore *core, unsigned vfn, hwaddr addr);
 void ixgbe_vf_write(IxgbeCore *core, unsigned vfn, hwaddr addr, uint32_t val);
 void ixgbe_vf_reset(IxgbeCore *core, unsigned vfn);
 void ixgbe_vf_flr(IxgbeCore *core, unsigned vfn);
-
-/* A VF's PCI state, migrated by the PF (ixgbevf.c) */
-extern const VMStateDescription vmstate_ixgbevf_pci;
 
 #endif

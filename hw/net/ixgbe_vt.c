@@ -46,6 +46,7 @@
 #include "net/net.h"
 #include "net/eth.h"
 #include "ixgbe_core.h"
+#include "ixgbe_datapath.h"
 #include "ixgbe_vt.h"
 #include "trace.h"
 

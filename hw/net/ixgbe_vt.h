@@ -58,8 +58,4 @@ void ixgbe_vt_write_vmvir(IxgbeCore *core, hwaddr addr, uint32_t val,
 void ixgbe_vt_write_qde(IxgbeCore *core, hwaddr addr, uint32_t val,
                         uint32_t old);
 
-/* The datapath (ixgbe_datapath.c): a frame switched from pool src_pool */
-bool ixgbe_rx_switched(IxgbeCore *core, const struct iovec *iov, int iovcnt,
-                       unsigned src_pool);
-
 #endif

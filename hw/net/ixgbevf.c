@@ -22,7 +22,9 @@
 #include "migration/vmstate.h"
 #include "qom/object.h"
 #include "ixgbe_core.h"
+#include "ixgbe.h"
 #include "ixgbe_sriov.h"
+#include "ixgbevf.h"
 #include "trace.h"
 
 OBJECT_DECLARE_SIMPLE_TYPE(IxgbeVfState, IXGBEVF)

@@ -1,0 +1,31 @@
+/*
+ * Intel 82599 10 GbE controller: the datapath (ixgbe_datapath.c):
+ * transmit and receive rings, descriptor write-back, the receive
+ * classification (filters, RSS, Flow Director, pools).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef HW_NET_IXGBE_DATAPATH_H
+#define HW_NET_IXGBE_DATAPATH_H
+
+#include "ixgbe_core.h"
+
+void ixgbe_tx_kick(IxgbeCore *core, unsigned queue);
+void ixgbe_tx_flush_writeback(IxgbeCore *core, unsigned queue);
+void ixgbe_rx_flush_writeback(IxgbeCore *core, unsigned queue);
+void ixgbe_rx_queue_sync(IxgbeCore *core, unsigned queue);
+void ixgbe_rx_flush_all(IxgbeCore *core, bool drop_cache);
+void ixgbe_rx_prefetch(IxgbeCore *core, unsigned queue);
+bool ixgbe_rx_can_receive(IxgbeCore *core);
+ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
+                         int iovcnt, bool loopback);
+void ixgbe_datapath_init(IxgbeCore *core);
+void ixgbe_datapath_uninit(IxgbeCore *core);
+void ixgbe_datapath_reset(IxgbeCore *core);
+bool ixgbe_datapath_post_load(IxgbeCore *core);
+/* A frame the internal switch passes on from pool src_pool */
+bool ixgbe_rx_switched(IxgbeCore *core, const struct iovec *iov, int iovcnt,
+                       unsigned src_pool);
+
+#endif
