@@ -33,6 +33,7 @@
 #include "ixgbe.h"
 #include "ixgbe_datapath.h"
 #include "ixgbe_fdir.h"
+#include "ixgbe_ptp.h"
 #include "ixgbe_sriov.h"
 #include "ixgbevf.h"
 #include "trace.h"
@@ -313,6 +314,16 @@ static bool ixgbe_sriov_init(PCIDevice *d, Error **errp)
     return true;
 }
 
+/* The parts of the device beside its register file, in reset order */
+static const IxgbePart *const ixgbe_parts[] = {
+    &ixgbe_sfp_part,
+    &ixgbe_datapath_part,
+    &ixgbe_ptp_part,
+    &ixgbe_fdir_part,
+    &ixgbe_sriov_part,
+    &ixgbe_coalesce_part,
+};
+
 static void ixgbe_pci_realize(PCIDevice *d, Error **errp)
 {
     IxgbeState *s = IXGBE(d);
@@ -372,7 +383,8 @@ static void ixgbe_pci_realize(PCIDevice *d, Error **errp)
                           &dev->mem_reentrancy_guard, s);
     qemu_format_nic_info_str(qemu_get_queue(s->nic), s->conf.macaddr.a);
 
-    ixgbe_core_realize(&s->core, d, s->nic, s->conf.macaddr.a);
+    ixgbe_core_realize(&s->core, d, s->nic, s->conf.macaddr.a, ixgbe_parts,
+                       ARRAY_SIZE(ixgbe_parts));
 
     ret = ixgbe_sriov_wanted(s, errp);
     if (ret < 0 || (ret > 0 && !ixgbe_sriov_init(d, errp))) {

@@ -199,21 +199,21 @@ static void ixgbe_coalesce_starved(void *opaque)
     }
 }
 
-void ixgbe_coalesce_realize(IxgbeCore *core)
+static void ixgbe_coalesce_realize(IxgbeCore *core)
 {
     core->coalesce.starve_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL,
                                                ixgbe_coalesce_starved, core);
     core->coalesce.starve_ns = IXGBE_STARVE_MIN_NS;
 }
 
-void ixgbe_coalesce_unrealize(IxgbeCore *core)
+static void ixgbe_coalesce_unrealize(IxgbeCore *core)
 {
     timer_free(core->coalesce.starve_timer);
     core->coalesce.starve_timer = NULL;
 }
 
 /* A reset forgets what was queued and what waited */
-void ixgbe_coalesce_reset(IxgbeCore *core)
+static void ixgbe_coalesce_reset(IxgbeCore *core)
 {
     IxgbeCoalesce *c = &core->coalesce;
 
@@ -222,3 +222,9 @@ void ixgbe_coalesce_reset(IxgbeCore *core)
     c->starve_ns = IXGBE_STARVE_MIN_NS;
     timer_del(c->starve_timer);
 }
+
+const IxgbePart ixgbe_coalesce_part = {
+    .realize = ixgbe_coalesce_realize,
+    .unrealize = ixgbe_coalesce_unrealize,
+    .reset = ixgbe_coalesce_reset,
+};

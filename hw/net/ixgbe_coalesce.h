@@ -12,6 +12,7 @@
 #include "qemu/timer.h"
 
 typedef struct IxgbeCore IxgbeCore;
+typedef struct IxgbePart IxgbePart;
 
 /* A write to a coalesced register, held as KVM holds it */
 typedef struct IxgbeHeldWrite {
@@ -38,8 +39,8 @@ void ixgbe_bar_write(IxgbeCore *core, int vf, hwaddr addr, uint32_t val,
                      bool coalescible);
 void ixgbe_coalesce_flush(IxgbeCore *core);
 void ixgbe_coalesce_rx_wait(IxgbeCore *core, bool waiting);
-void ixgbe_coalesce_realize(IxgbeCore *core);
-void ixgbe_coalesce_unrealize(IxgbeCore *core);
-void ixgbe_coalesce_reset(IxgbeCore *core);
+
+/* Held register writes as a part of the device (IxgbePart, ixgbe_core.h) */
+extern const IxgbePart ixgbe_coalesce_part;
 
 #endif

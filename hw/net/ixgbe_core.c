@@ -1163,7 +1163,6 @@ static void ixgbe_reset_state(IxgbeCore *core)
             *ixgbe_reg(core, d->base + (hwaddr)n * d->stride) = d->reset;
         }
     }
-    ixgbe_sfp_reset(core);
     ixgbe_load_mac_address(core);
 
     core->vec_cause = core->vec_mask = core->vec_automask = 0;
@@ -1172,10 +1171,11 @@ static void ixgbe_reset_state(IxgbeCore *core)
         timer_del(core->vec[v].timer);
         core->vec[v].armed = false;
     }
-    ixgbe_datapath_reset(core);
-    ixgbe_ptp_reset(core);
-    ixgbe_fdir_reset(core);
-    ixgbe_sriov_reset(core);
+    for (unsigned i = 0; i < core->nparts; i++) {
+        if (core->parts[i]->reset) {
+            core->parts[i]->reset(core);
+        }
+    }
 }
 
 /* CTRL.RST / CTRL.LNK_RST: everything but PCI state returns to defaults */
@@ -1187,7 +1187,6 @@ static void ixgbe_soft_reset(IxgbeCore *core)
 
 void ixgbe_core_reset(IxgbeCore *core)
 {
-    ixgbe_coalesce_reset(core);
     ixgbe_reset_state(core);
     if (core->intx_level) {
         core->intx_level = false;
@@ -1227,11 +1226,14 @@ static void ixgbe_vm_state_change(void *opaque, bool running, RunState state)
 }
 
 void ixgbe_core_realize(IxgbeCore *core, PCIDevice *owner, NICState *nic,
-                        const uint8_t *macaddr)
+                        const uint8_t *macaddr,
+                        const IxgbePart *const *parts, unsigned nparts)
 {
     ixgbe_build_reg_lookup();
     core->owner = owner;
     core->nic = nic;
+    core->parts = parts;
+    core->nparts = nparts;
     core->guard = &DEVICE(owner)->mem_reentrancy_guard;
     memcpy(core->permanent_mac, macaddr, sizeof(core->permanent_mac));
     for (unsigned v = 0; v < IXGBE_MSIX_VECTORS; v++) {
@@ -1240,10 +1242,11 @@ void ixgbe_core_realize(IxgbeCore *core, PCIDevice *owner, NICState *nic,
                                           ixgbe_vector_timer, &core->vec[v]);
     }
     ixgbe_build_eeprom(core);
-    ixgbe_datapath_init(core);
-    ixgbe_fdir_init(core);
-    ixgbe_sriov_realize(core);
-    ixgbe_coalesce_realize(core);
+    for (unsigned i = 0; i < nparts; i++) {
+        if (parts[i]->realize) {
+            parts[i]->realize(core);
+        }
+    }
     core->vm_state = qemu_add_vm_change_state_handler(ixgbe_vm_state_change,
                                                       core);
 }
@@ -1256,10 +1259,11 @@ void ixgbe_core_unrealize(IxgbeCore *core)
         timer_free(core->vec[v].timer);
         core->vec[v].timer = NULL;
     }
-    ixgbe_datapath_uninit(core);
-    ixgbe_fdir_uninit(core);
-    ixgbe_sriov_unrealize(core);
-    ixgbe_coalesce_unrealize(core);
+    for (unsigned i = core->nparts; i-- > 0;) {
+        if (core->parts[i]->unrealize) {
+            core->parts[i]->unrealize(core);
+        }
+    }
 }
 
 /*
@@ -1316,11 +1320,13 @@ int ixgbe_core_pre_save(IxgbeCore *core)
  */
 int ixgbe_core_post_load(IxgbeCore *core)
 {
-    if (!ixgbe_regs_valid(core) || !ixgbe_datapath_post_load(core) ||
-        ixgbe_sfp_post_load(core) < 0 ||
-        !ixgbe_fdir_post_load(core) ||
-        !ixgbe_sriov_post_load(core)) {
+    if (!ixgbe_regs_valid(core)) {
         return -EINVAL;
+    }
+    for (unsigned i = 0; i < core->nparts; i++) {
+        if (core->parts[i]->post_load && !core->parts[i]->post_load(core)) {
+            return -EINVAL;
+        }
     }
     for (unsigned v = 0; v < IXGBE_MSIX_VECTORS; v++) {
         /* A vector held by a timer that is not running would stay silent */

@@ -76,6 +76,20 @@ typedef struct IxgbeRxQueue {
 
 /* Per MSI-X vector (or the single MSI/INTx vector) moderation state */
 typedef struct IxgbeCore IxgbeCore;
+
+/*
+ * A part of the device beside its register file: the SFP+ cage, the
+ * datapath, the PTP clock, the Flow Director, SR-IOV, the held register
+ * writes.  The core calls each part at every step of the device's life,
+ * in the order the PCI function (ixgbe.c) lists them (unrealize in the
+ * reverse order); a part leaves out the steps it has nothing to do in.
+ */
+typedef struct IxgbePart {
+    void (*realize)(IxgbeCore *core);
+    void (*unrealize)(IxgbeCore *core);
+    void (*reset)(IxgbeCore *core);     /* power-on, FLR, CTRL.RST */
+    bool (*post_load)(IxgbeCore *core); /* false: refuse the stream */
+} IxgbePart;
 typedef struct IxgbeFdir IxgbeFdir;     /* ixgbe_fdir.h */
 
 /* An EITR or VTEITR interval (bits 11:3, 2 us units) in nanoseconds */
@@ -151,6 +165,8 @@ struct IxgbeCore {
     uint8_t permanent_mac[6];
     PCIDevice *owner;
     NICState *nic;
+    const IxgbePart *const *parts;
+    unsigned nparts;
     MemReentrancyGuard *guard;  /* the PF's, for every function: see below */
     bool tx_busy;               /* a packet is being sent */
     bool backend_link_down;     /* for migration: the backend's link */
@@ -160,7 +176,8 @@ struct IxgbeCore {
 };
 
 void ixgbe_core_realize(IxgbeCore *core, PCIDevice *owner, NICState *nic,
-                        const uint8_t *macaddr);
+                        const uint8_t *macaddr,
+                        const IxgbePart *const *parts, unsigned nparts);
 void ixgbe_core_unrealize(IxgbeCore *core);
 void ixgbe_core_reset(IxgbeCore *core);
 uint64_t ixgbe_core_read(IxgbeCore *core, hwaddr addr, unsigned size);

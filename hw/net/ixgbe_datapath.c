@@ -1643,14 +1643,14 @@ bool ixgbe_rx_switched(IxgbeCore *core, const struct iovec *iov, int iovcnt,
 /* Life cycle                                                          */
 /* ------------------------------------------------------------------ */
 
-void ixgbe_datapath_init(IxgbeCore *core)
+static void ixgbe_datapath_init(IxgbeCore *core)
 {
     net_tx_pkt_init(&core->tx_pkt, IXGBE_MAX_TX_FRAGS);
     core->tx_buf = g_malloc(IXGBE_TX_PLAIN_MAX);
     net_rx_pkt_init(&core->rx_pkt);
 }
 
-void ixgbe_datapath_uninit(IxgbeCore *core)
+static void ixgbe_datapath_uninit(IxgbeCore *core)
 {
     /* Nothing stays mapped between transmit runs: tx_pkt is empty */
     net_tx_pkt_uninit(core->tx_pkt);
@@ -1661,7 +1661,7 @@ void ixgbe_datapath_uninit(IxgbeCore *core)
     core->rx_pkt = NULL;
 }
 
-void ixgbe_datapath_reset(IxgbeCore *core)
+static void ixgbe_datapath_reset(IxgbeCore *core)
 {
     memset(core->txq, 0, sizeof(core->txq));
     memset(core->rxq, 0, sizeof(core->rxq));
@@ -1673,7 +1673,7 @@ void ixgbe_datapath_reset(IxgbeCore *core)
  * visible, so values the device itself never produces mean a corrupt
  * stream.
  */
-bool ixgbe_datapath_post_load(IxgbeCore *core)
+static bool ixgbe_datapath_post_load(IxgbeCore *core)
 {
     for (unsigned q = 0; q < IXGBE_NUM_QUEUES; q++) {
         IxgbeTxQueue *txq = &core->txq[q];
@@ -1690,3 +1690,10 @@ bool ixgbe_datapath_post_load(IxgbeCore *core)
     }
     return true;
 }
+
+const IxgbePart ixgbe_datapath_part = {
+    .realize = ixgbe_datapath_init,
+    .unrealize = ixgbe_datapath_uninit,
+    .reset = ixgbe_datapath_reset,
+    .post_load = ixgbe_datapath_post_load,
+};

@@ -20,12 +20,11 @@ void ixgbe_rx_prefetch(IxgbeCore *core, unsigned queue);
 bool ixgbe_rx_can_receive(IxgbeCore *core);
 ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
                          int iovcnt, bool loopback);
-void ixgbe_datapath_init(IxgbeCore *core);
-void ixgbe_datapath_uninit(IxgbeCore *core);
-void ixgbe_datapath_reset(IxgbeCore *core);
-bool ixgbe_datapath_post_load(IxgbeCore *core);
 /* A frame the internal switch passes on from pool src_pool */
 bool ixgbe_rx_switched(IxgbeCore *core, const struct iovec *iov, int iovcnt,
                        unsigned src_pool);
+
+/* The datapath as a part of the device (IxgbePart, ixgbe_core.h) */
+extern const IxgbePart ixgbe_datapath_part;
 
 #endif

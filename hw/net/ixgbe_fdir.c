@@ -800,12 +800,12 @@ bool ixgbe_fdir_classify(IxgbeCore *core, const uint8_t *frame, size_t len,
 /* Life cycle and migration                                            */
 /* ------------------------------------------------------------------ */
 
-void ixgbe_fdir_init(IxgbeCore *core)
+static void ixgbe_fdir_init(IxgbeCore *core)
 {
     core->fdir = g_new0(IxgbeFdir, 1);
 }
 
-void ixgbe_fdir_uninit(IxgbeCore *core)
+static void ixgbe_fdir_uninit(IxgbeCore *core)
 {
     core->fdir->count = 0;
     ixgbe_fdir_resize(core->fdir, 0);
@@ -813,7 +813,7 @@ void ixgbe_fdir_uninit(IxgbeCore *core)
     core->fdir = NULL;
 }
 
-void ixgbe_fdir_reset(IxgbeCore *core)
+static void ixgbe_fdir_reset(IxgbeCore *core)
 {
     ixgbe_fdir_clear(core);
 }
@@ -824,7 +824,7 @@ bool ixgbe_fdir_migration_needed(IxgbeCore *core)
 }
 
 /* Runs on the incoming side once registers and table are loaded */
-bool ixgbe_fdir_post_load(IxgbeCore *core)
+static bool ixgbe_fdir_post_load(IxgbeCore *core)
 {
     IxgbeFdir *fd = core->fdir;
 
@@ -886,4 +886,11 @@ const VMStateDescription ixgbe_vmstate_fdir_table = {
                                              IxgbeFdirFilter),
         VMSTATE_END_OF_LIST()
     }
+};
+
+const IxgbePart ixgbe_fdir_part = {
+    .realize = ixgbe_fdir_init,
+    .unrealize = ixgbe_fdir_uninit,
+    .reset = ixgbe_fdir_reset,
+    .post_load = ixgbe_fdir_post_load,
 };

@@ -55,10 +55,6 @@ typedef struct IxgbeFdirResult {
     bool report;            /* FDIRCTRL.Report_Status */
 } IxgbeFdirResult;
 
-void ixgbe_fdir_init(IxgbeCore *core);
-void ixgbe_fdir_uninit(IxgbeCore *core);
-void ixgbe_fdir_reset(IxgbeCore *core);
-bool ixgbe_fdir_post_load(IxgbeCore *core);
 bool ixgbe_fdir_migration_needed(IxgbeCore *core);
 extern const VMStateDescription ixgbe_vmstate_fdir_table;
 
@@ -76,5 +72,8 @@ uint16_t ixgbe_fdir_hash(const uint32_t *input, uint32_t key);
 /* Receive: look the frame up; false when Flow Director is off */
 bool ixgbe_fdir_classify(IxgbeCore *core, const uint8_t *frame, size_t len,
                          IxgbeFdirResult *res);
+
+/* The Flow Director as a part of the device (IxgbePart, ixgbe_core.h) */
+extern const IxgbePart ixgbe_fdir_part;
 
 #endif

@@ -53,7 +53,7 @@ static void ixgbe_ptp_set(IxgbeCore *core, uint64_t value)
     trace_ixgbe_ptp_set(value, ixgbe_get(core, IXGBE_TIMINCA));
 }
 
-void ixgbe_ptp_reset(IxgbeCore *core)
+static void ixgbe_ptp_reset(IxgbeCore *core)
 {
     ixgbe_ptp_set(core, 0);
     core->ptp.systimh_latch = 0;
@@ -255,3 +255,7 @@ bool ixgbe_ptp_rx_stamp(IxgbeCore *core, const uint8_t *frame, size_t len,
     trace_ixgbe_ptp_rx_stamp(arrival, is_l2);
     return true;
 }
+
+const IxgbePart ixgbe_ptp_part = {
+    .reset = ixgbe_ptp_reset,
+};

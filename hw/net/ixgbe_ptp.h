@@ -10,7 +10,6 @@
 
 #include "ixgbe_core.h"
 
-void ixgbe_ptp_reset(IxgbeCore *core);
 
 /* Register handlers (the register table in ixgbe_core.c) */
 uint32_t ixgbe_ptp_read_systiml(IxgbeCore *core, hwaddr addr);
@@ -32,5 +31,8 @@ void ixgbe_ptp_tx_stamp(IxgbeCore *core);
 uint64_t ixgbe_ptp_rx_arrival(IxgbeCore *core);
 bool ixgbe_ptp_rx_stamp(IxgbeCore *core, const uint8_t *frame, size_t len,
                         uint64_t arrival);
+
+/* The IEEE 1588 clock as a part of the device (IxgbePart, ixgbe_core.h) */
+extern const IxgbePart ixgbe_ptp_part;
 
 #endif

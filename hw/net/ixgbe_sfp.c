@@ -604,7 +604,7 @@ void ixgbe_sfp_change_module(IxgbeCore *core, IxgbeSfpType type)
  * EEPROM would load into AUTOC/AUTOC2) and the I2C bus lines released.
  * The module itself is not reset with the MAC.
  */
-void ixgbe_sfp_reset(IxgbeCore *core)
+static void ixgbe_sfp_reset(IxgbeCore *core)
 {
     IxgbeSfp *sfp = &core->sfp;
 
@@ -700,7 +700,7 @@ void ixgbe_sfp_build_eeprom(IxgbeCore *core)
 /* Migration                                                           */
 /* ------------------------------------------------------------------ */
 
-int ixgbe_sfp_post_load(IxgbeCore *core)
+static bool ixgbe_sfp_post_load(IxgbeCore *core)
 {
     IxgbeSfp *sfp = &core->sfp;
 
@@ -711,9 +711,9 @@ int ixgbe_sfp_post_load(IxgbeCore *core)
         error_report("ixgbe: migrated SFP+ state is invalid (module %u, "
                      "I2C state %u, %u bits, page 0x%02x)",
                      sfp->type, sfp->state, sfp->nbits, sfp->dev);
-        return -EINVAL;
+        return false;
     }
-    return 0;
+    return true;
 }
 
 const VMStateDescription ixgbe_vmstate_sfp = {
@@ -736,4 +736,9 @@ const VMStateDescription ixgbe_vmstate_sfp = {
         VMSTATE_UINT8_ARRAY(a2_user, IxgbeSfp, IXGBE_SFP_PAGE_SIZE),
         VMSTATE_END_OF_LIST()
     }
+};
+
+const IxgbePart ixgbe_sfp_part = {
+    .reset = ixgbe_sfp_reset,
+    .post_load = ixgbe_sfp_post_load,
 };

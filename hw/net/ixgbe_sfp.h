@@ -13,6 +13,7 @@
 #include "migration/vmstate.h"
 
 typedef struct IxgbeCore IxgbeCore;
+typedef struct IxgbePart IxgbePart;
 
 /* What the port is wired to; fixed by the device type */
 typedef enum IxgbeMedia {
@@ -73,10 +74,8 @@ void ixgbe_sfp_init(IxgbeCore *core, IxgbeMedia media, IxgbeSfpType type);
 void ixgbe_sfp_change_module(IxgbeCore *core, IxgbeSfpType type);
 
 /* Reset, EEPROM image, link */
-void ixgbe_sfp_reset(IxgbeCore *core);
 void ixgbe_sfp_build_eeprom(IxgbeCore *core);
 bool ixgbe_sfp_link_ok(IxgbeCore *core);
-int ixgbe_sfp_post_load(IxgbeCore *core);
 
 /* Register handlers (the register table in ixgbe_core.c) */
 uint32_t ixgbe_sfp_read_i2cctl(IxgbeCore *core, hwaddr addr);
@@ -88,5 +87,8 @@ void ixgbe_sfp_write_esdp(IxgbeCore *core, hwaddr addr, uint32_t val,
 
 /* The module's memory as the I2C bus reads it (qtests, ethtool -m) */
 uint8_t ixgbe_sfp_byte(IxgbeCore *core, uint8_t dev, uint8_t offset);
+
+/* The SFP+ cage as a part of the device (IxgbePart, ixgbe_core.h) */
+extern const IxgbePart ixgbe_sfp_part;
 
 #endif

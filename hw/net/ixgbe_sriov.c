@@ -295,7 +295,7 @@ void ixgbe_sriov_write_ctrl_ext(IxgbeCore *core, hwaddr addr, uint32_t val,
 }
 
 /* A PF reset resets its VFs; they see RSTI until the PF sets PFRSTD */
-void ixgbe_sriov_reset(IxgbeCore *core)
+static void ixgbe_sriov_reset(IxgbeCore *core)
 {
     for (unsigned n = 0; n < IXGBE_MAX_VFS; n++) {
         ixgbe_vf_disarm(core, n);
@@ -714,7 +714,7 @@ void ixgbe_vf_write(IxgbeCore *core, unsigned vfn, hwaddr addr, uint32_t val)
     }
 }
 
-void ixgbe_sriov_realize(IxgbeCore *core)
+static void ixgbe_sriov_realize(IxgbeCore *core)
 {
     for (unsigned n = 0; n < IXGBE_MAX_VFS; n++) {
         for (unsigned v = 0; v < IXGBE_VF_MSIX_VECTORS; v++) {
@@ -727,7 +727,7 @@ void ixgbe_sriov_realize(IxgbeCore *core)
     }
 }
 
-void ixgbe_sriov_unrealize(IxgbeCore *core)
+static void ixgbe_sriov_unrealize(IxgbeCore *core)
 {
     for (unsigned n = 0; n < IXGBE_MAX_VFS; n++) {
         for (unsigned v = 0; v < IXGBE_VF_MSIX_VECTORS; v++) {
@@ -738,7 +738,7 @@ void ixgbe_sriov_unrealize(IxgbeCore *core)
 }
 
 /* The incoming side of a migration: state a VF could not have made */
-bool ixgbe_sriov_post_load(IxgbeCore *core)
+static bool ixgbe_sriov_post_load(IxgbeCore *core)
 {
     const uint32_t mbx = IXGBE_VFMAILBOX_VFU | IXGBE_VFMAILBOX_R2C_BITS;
 
@@ -763,3 +763,10 @@ bool ixgbe_sriov_post_load(IxgbeCore *core)
     }
     return true;
 }
+
+const IxgbePart ixgbe_sriov_part = {
+    .realize = ixgbe_sriov_realize,
+    .unrealize = ixgbe_sriov_unrealize,
+    .reset = ixgbe_sriov_reset,
+    .post_load = ixgbe_sriov_post_load,
+};

@@ -12,14 +12,10 @@
 #include "ixgbe_core.h"
 
 /* PF side */
-void ixgbe_sriov_realize(IxgbeCore *core);
-void ixgbe_sriov_unrealize(IxgbeCore *core);
-void ixgbe_sriov_reset(IxgbeCore *core);
 unsigned ixgbe_sriov_num_vfs(IxgbeCore *core);
 unsigned ixgbe_sriov_queues_per_pool(IxgbeCore *core);
 bool ixgbe_sriov_queue_cause(IxgbeCore *core, bool is_tx, unsigned queue);
 PCIDevice *ixgbe_queue_dma_dev(IxgbeCore *core, unsigned queue);
-bool ixgbe_sriov_post_load(IxgbeCore *core);
 
 /* Register handlers (the register table in ixgbe_core.c) */
 uint32_t ixgbe_sriov_read_pfmailbox(IxgbeCore *core, hwaddr addr);
@@ -36,5 +32,8 @@ uint32_t ixgbe_vf_read(IxgbeCore *core, unsigned vfn, hwaddr addr);
 void ixgbe_vf_write(IxgbeCore *core, unsigned vfn, hwaddr addr, uint32_t val);
 void ixgbe_vf_reset(IxgbeCore *core, unsigned vfn);
 void ixgbe_vf_flr(IxgbeCore *core, unsigned vfn);
+
+/* SR-IOV as a part of the device (IxgbePart, ixgbe_core.h) */
+extern const IxgbePart ixgbe_sriov_part;
 
 #endif
