@@ -610,6 +610,7 @@ static void test_migration_link_down(void)
                     IXGBE_STATUS_LINK_UP);
     ixgbe_test_stop(&dst);
     unlink(path);
+    g_free(path);
 
     /* A port whose link was up stays up */
     ixgbe_test_start(&src);
