@@ -35,6 +35,7 @@
 #include "ixgbe_fdir.h"
 #include "ixgbe_ptp.h"
 #include "ixgbe_sriov.h"
+#include "ixgbe_vt.h"
 #include "ixgbevf.h"
 #include "trace.h"
 
@@ -320,6 +321,7 @@ static const IxgbePart *const ixgbe_parts[] = {
     &ixgbe_datapath_part,
     &ixgbe_ptp_part,
     &ixgbe_fdir_part,
+    &ixgbe_vt_part,
     &ixgbe_sriov_part,
     &ixgbe_coalesce_part,
 };

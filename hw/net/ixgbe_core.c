@@ -2,12 +2,13 @@
  * Intel 82599 10 GbE controller: register file, EEPROM, link and
  * interrupt logic.
  *
- * Every register the model knows is described once, in ixgbe_reg_table:
- * offset, instance count and stride, reset value, writable bits, whether a
- * read clears it, the handler for registers with side effects, and which
- * registers another address is an alias of.  Registers not in the table
- * behave as plain storage; accesses to them have a trace event of their
- * own (ixgbe_reg_unmodelled).
+ * Every register the model knows is described once, by a row of
+ * ixgbe_reg_table or of a part's table (IxgbePart): offset, instance
+ * count and stride, reset value, writable bits, whether a read clears it,
+ * the handler for registers with side effects, and which registers
+ * another address is an alias of.  Registers in no table behave as plain
+ * storage; accesses to them have a trace event of their own
+ * (ixgbe_reg_unmodelled) and are reported once (LOG_UNIMP).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -32,30 +33,6 @@
 #include "ixgbe_vt.h"
 #include "trace.h"
 
-typedef uint32_t (*IxgbeReadFn)(IxgbeCore *core, hwaddr addr);
-typedef void (*IxgbeWriteFn)(IxgbeCore *core, hwaddr addr, uint32_t val,
-                             uint32_t old);
-
-enum {
-    IXGBE_RF_RC = 1 << 0,       /* read clears the register */
-    IXGBE_RF_RAW = 1 << 1,      /* write handler stores the value itself */
-    IXGBE_RF_HW = 1 << 2,       /* the device changes its read-only bits */
-    IXGBE_RF_ALIAS = 1 << 3,    /* another name for registers elsewhere */
-};
-
-typedef struct IxgbeRegDesc {
-    const char *name;
-    hwaddr base;
-    uint16_t count;
-    uint16_t stride;
-    uint32_t reset;
-    uint32_t wmask;
-    uint32_t flags;
-    IxgbeReadFn read;
-    IxgbeWriteFn write;
-    hwaddr alias;               /* IXGBE_RF_ALIAS: the first register... */
-    uint16_t alias_stride;      /* ...and the distance to the next */
-} IxgbeRegDesc;
 
 /* ------------------------------------------------------------------ */
 /* Interrupts                                                          */
@@ -539,117 +516,16 @@ static uint32_t ixgbe_read_rdrxctl(IxgbeCore *core, hwaddr addr)
 /* Queue registers                                                     */
 /* ------------------------------------------------------------------ */
 
-static unsigned ixgbe_rxq_of(hwaddr addr)
-{
-    return addr >= IXGBE_RXQ_HI ? 64 + (addr - IXGBE_RXQ_HI) / IXGBE_RXQ_STRIDE
-                                : (addr - IXGBE_RXQ_LO) / IXGBE_RXQ_STRIDE;
-}
-
-static unsigned ixgbe_txq_of(hwaddr addr)
-{
-    return (addr - IXGBE_TXQ_BASE) / IXGBE_TXQ_STRIDE;
-}
-
-static void ixgbe_rx_kick(IxgbeCore *core)
-{
-    if (ixgbe_rx_can_receive(core)) {
-        qemu_flush_queued_packets(qemu_get_queue(core->nic));
-    }
-}
-
-static void ixgbe_write_rdt(IxgbeCore *core, hwaddr addr, uint32_t val,
-                            uint32_t old)
-{
-    unsigned q = ixgbe_rxq_of(addr);
-
-    trace_ixgbe_rx_tail(q, val & 0xFFFF);
-    ixgbe_rx_prefetch(core, q);
-    ixgbe_rx_kick(core);
-}
-
-/* RDBAL, RDBAH, RDLEN, RDH: the ring is being set up anew */
-static void ixgbe_write_rx_ring(IxgbeCore *core, hwaddr addr, uint32_t val,
-                                uint32_t old)
-{
-    ixgbe_rx_queue_sync(core, ixgbe_rxq_of(addr));
-}
-
-static void ixgbe_write_rx_enable(IxgbeCore *core, hwaddr addr, uint32_t val,
-                                  uint32_t old)
-{
-    ixgbe_rx_kick(core);
-}
-
-static void ixgbe_write_rxdctl(IxgbeCore *core, hwaddr addr, uint32_t val,
-                               uint32_t old)
-{
-    if (!(val & IXGBE_RXDCTL_ENABLE) || (val & IXGBE_RXDCTL_SWFLSH)) {
-        /* A disabled or flushed queue writes back what it completed */
-        ixgbe_rx_queue_sync(core, ixgbe_rxq_of(addr));
-    }
-    ixgbe_rx_kick(core);
-}
-
-static void ixgbe_write_tdt(IxgbeCore *core, hwaddr addr, uint32_t val,
-                            uint32_t old)
-{
-    ixgbe_tx_kick(core, ixgbe_txq_of(addr));
-}
-
-static void ixgbe_write_txdctl(IxgbeCore *core, hwaddr addr, uint32_t val,
-                               uint32_t old)
-{
-    unsigned q = ixgbe_txq_of(addr);
-
-    if (!(val & IXGBE_TXDCTL_ENABLE)) {
-        /* A disabled queue writes back what it completed */
-        ixgbe_tx_flush_writeback(core, q);
-        return;
-    }
-    ixgbe_tx_kick(core, q);
-}
-
-static void ixgbe_write_dmatxctl(IxgbeCore *core, hwaddr addr, uint32_t val,
-                                 uint32_t old)
-{
-    if ((val & IXGBE_DMATXCTL_TE) && !(old & IXGBE_DMATXCTL_TE)) {
-        for (unsigned q = 0; q < IXGBE_NUM_QUEUES; q++) {
-            ixgbe_tx_kick(core, q);
-        }
-    }
-}
-
 /* ------------------------------------------------------------------ */
 /* The register table                                                  */
 /* ------------------------------------------------------------------ */
 
-#define RQ(n) (IXGBE_RXQ_LO + (n))
-#define RQH(n) (IXGBE_RXQ_HI + (n))
-#define TQ(n) (IXGBE_TXQ_BASE + (n))
-
-#define REG(nm, b, cnt, str, rst, wm, fl, rd, wr) \
-    { .name = nm, .base = b, .count = cnt, .stride = str, .reset = rst, \
-      .wmask = wm, .flags = fl, .read = rd, .write = wr }
-#define PLAIN(nm, b, cnt, str, rst, wm) \
-    REG(nm, b, cnt, str, rst, wm, 0, NULL, NULL)
-#define STAT(nm, b, cnt, str) \
-    REG(nm, b, cnt, str, 0, 0, IXGBE_RF_RC, NULL, NULL)
-#define ALIAS(nm, b, cnt, str, to, to_str) \
-    { .name = nm, .base = b, .count = cnt, .stride = str, \
-      .flags = IXGBE_RF_ALIAS, .alias = to, .alias_stride = to_str }
-#define ALL 0xFFFFFFFFu
 
 static const IxgbeRegDesc ixgbe_reg_table[] = {
     /* General */
     REG("CTRL", IXGBE_CTRL, 1, 4, 0, ALL, IXGBE_RF_RAW, NULL,
         ixgbe_write_ctrl),
     REG("STATUS", IXGBE_STATUS, 1, 4, 0, 0, 0, ixgbe_read_status, NULL),
-    REG("CTRL_EXT", IXGBE_CTRL_EXT, 1, 4, 0, ALL, 0, NULL,
-        ixgbe_sriov_write_ctrl_ext),
-    REG("ESDP", IXGBE_ESDP, 1, 4, 0, ALL, 0, ixgbe_sfp_read_esdp,
-        ixgbe_sfp_write_esdp),
-    REG("I2CCTL", IXGBE_I2CCTL, 1, 4, 0, 0, IXGBE_RF_RAW,
-        ixgbe_sfp_read_i2cctl, ixgbe_sfp_write_i2cctl),
     PLAIN("CORECTL", IXGBE_CORECTL, 1, 4, 0, ALL),
     PLAIN("LEDCTL", IXGBE_LEDCTL, 1, 4, 0x00081C00, ALL),
 
@@ -716,40 +592,10 @@ static const IxgbeRegDesc ixgbe_reg_table[] = {
     REG("ANLP1", IXGBE_ANLP1, 1, 4, 0, 0, 0, ixgbe_read_anlp1, NULL),
     PLAIN("ANLP2", IXGBE_ANLP2, 1, 4, 0, 0),
 
-    /* Receive queues 0..63 and 64..127 */
-    REG("RDBAL", RQ(IXGBE_RXQ_RDBAL), 64, 0x40, 0, 0xFFFFFF80, 0, NULL,
-        ixgbe_write_rx_ring),
-    REG("RDBAL", RQH(IXGBE_RXQ_RDBAL), 64, 0x40, 0, 0xFFFFFF80, 0, NULL,
-        ixgbe_write_rx_ring),
-    REG("RDBAH", RQ(IXGBE_RXQ_RDBAH), 64, 0x40, 0, ALL, 0, NULL,
-        ixgbe_write_rx_ring),
-    REG("RDBAH", RQH(IXGBE_RXQ_RDBAH), 64, 0x40, 0, ALL, 0, NULL,
-        ixgbe_write_rx_ring),
-    REG("RDLEN", RQ(IXGBE_RXQ_RDLEN), 64, 0x40, 0, 0x000FFF80, 0, NULL,
-        ixgbe_write_rx_ring),
-    REG("RDLEN", RQH(IXGBE_RXQ_RDLEN), 64, 0x40, 0, 0x000FFF80, 0, NULL,
-        ixgbe_write_rx_ring),
-    PLAIN("DCA_RXCTRL", RQ(IXGBE_RXQ_DCA), 64, 0x40, 0x2200, ALL),
-    PLAIN("DCA_RXCTRL", RQH(IXGBE_RXQ_DCA), 64, 0x40, 0x2200, ALL),
-    REG("RDH", RQ(IXGBE_RXQ_RDH), 64, 0x40, 0, 0xFFFF, 0, NULL,
-        ixgbe_write_rx_ring),
-    REG("RDH", RQH(IXGBE_RXQ_RDH), 64, 0x40, 0, 0xFFFF, 0, NULL,
-        ixgbe_write_rx_ring),
-    PLAIN("SRRCTL", RQ(IXGBE_RXQ_SRRCTL), 64, 0x40, 0x0402, 0x1E403F7F),
-    PLAIN("SRRCTL", RQH(IXGBE_RXQ_SRRCTL), 64, 0x40, 0x0402, 0x1E403F7F),
-    REG("RDT", RQ(IXGBE_RXQ_RDT), 64, 0x40, 0, 0xFFFF, 0, NULL,
-        ixgbe_write_rdt),
-    REG("RDT", RQH(IXGBE_RXQ_RDT), 64, 0x40, 0, 0xFFFF, 0, NULL,
-        ixgbe_write_rdt),
-    REG("RXDCTL", RQ(IXGBE_RXQ_RXDCTL), 64, 0x40, 0, 0x467F7F7F, 0, NULL,
-        ixgbe_write_rxdctl),
-    REG("RXDCTL", RQH(IXGBE_RXQ_RXDCTL), 64, 0x40, 0, 0x467F7F7F, 0, NULL,
-        ixgbe_write_rxdctl),
+    /* Receive */
     PLAIN("RQSMR", IXGBE_RQSMR0, 32, 4, 0, 0x0F0F0F0F),
     REG("RDRXCTL", IXGBE_RDRXCTL, 1, 4, 0x00000880, ALL, 0,
         ixgbe_read_rdrxctl, NULL),
-    REG("RXCTRL", IXGBE_RXCTRL, 1, 4, 0, IXGBE_RXCTRL_RXEN, 0, NULL,
-        ixgbe_write_rx_enable),
     PLAIN("RXPBSIZE", IXGBE_RXPBSIZE0, 8, 4, 0x00080000, 0x000FFC00),
     PLAIN("RXCSUM", IXGBE_RXCSUM, 1, 4, 0, 0x3000),
     PLAIN("RFCTL", IXGBE_RFCTL, 1, 4, 0, ALL),
@@ -765,51 +611,11 @@ static const IxgbeRegDesc ixgbe_reg_table[] = {
     PLAIN("MRQC", IXGBE_MRQC, 1, 4, 0, ALL),
     PLAIN("RETA", IXGBE_RETA0, 32, 4, 0, ALL),
     PLAIN("RSSRK", IXGBE_RSSRK0, 10, 4, 0, ALL),
-    /* Flow Director (ixgbe_fdir.c) */
-    REG("FDIRCTRL", IXGBE_FDIRCTRL, 1, 4, 0, ALL, IXGBE_RF_RAW, NULL,
-        ixgbe_fdir_write_ctrl),
-    PLAIN("FDIRSIPv6", IXGBE_FDIRSIPV6_0, 3, 4, 0, ALL),
-    PLAIN("FDIRIPSA", IXGBE_FDIRIPSA, 1, 4, 0, ALL),
-    PLAIN("FDIRIPDA", IXGBE_FDIRIPDA, 1, 4, 0, ALL),
-    PLAIN("FDIRPORT", IXGBE_FDIRPORT, 1, 4, 0, ALL),
-    PLAIN("FDIRVLAN", IXGBE_FDIRVLAN, 1, 4, 0, ALL),
-    PLAIN("FDIRHASH", IXGBE_FDIRHASH, 1, 4, 0, ALL),
-    REG("FDIRCMD", IXGBE_FDIRCMD, 1, 4, 0, ALL, IXGBE_RF_RAW, NULL,
-        ixgbe_fdir_write_cmd),
-    REG("FDIRFREE", IXGBE_FDIRFREE, 1, 4, 0, ALL, 0, ixgbe_fdir_read_free,
-        NULL),
-    PLAIN("FDIRDIP4M", IXGBE_FDIRDIP4M, 1, 4, 0, ALL),
-    PLAIN("FDIRSIP4M", IXGBE_FDIRSIP4M, 1, 4, 0, ALL),
-    PLAIN("FDIRTCPM", IXGBE_FDIRTCPM, 1, 4, 0, ALL),
-    PLAIN("FDIRUDPM", IXGBE_FDIRUDPM, 1, 4, 0, ALL),
-    STAT("FDIRLEN", IXGBE_FDIRLEN, 1, 4),
-    STAT("FDIRUSTAT", IXGBE_FDIRUSTAT, 1, 4),
-    STAT("FDIRFSTAT", IXGBE_FDIRFSTAT, 1, 4),
-    STAT("FDIRMATCH", IXGBE_FDIRMATCH, 1, 4),
-    STAT("FDIRMISS", IXGBE_FDIRMISS, 1, 4),
-    PLAIN("FDIRHKEY", IXGBE_FDIRHKEY, 1, 4, 0, ALL),
-    PLAIN("FDIRSKEY", IXGBE_FDIRSKEY, 1, 4, 0, ALL),
-    PLAIN("FDIRM", IXGBE_FDIRM, 1, 4, 0, 0x3F),
-    PLAIN("FDIRIP6M", IXGBE_FDIRIP6M, 1, 4, 0, ALL),
-    /* An X550 register; reset: SCTP ports not compared */
-    PLAIN("FDIRSCTPM", IXGBE_FDIRSCTPM, 1, 4, ALL, ALL),
     PLAIN("SECRXCTRL", IXGBE_SECRXCTRL, 1, 4, 0, ALL),
     PLAIN("SECRXSTAT", IXGBE_SECRXSTAT, 1, 4,
           IXGBE_SECRXSTAT_RDY | IXGBE_SECRXSTAT_OFF_DIS, 0),
 
-    /* Transmit queues */
-    PLAIN("TDBAL", TQ(IXGBE_TXQ_TDBAL), 128, 0x40, 0, 0xFFFFFF80),
-    PLAIN("TDBAH", TQ(IXGBE_TXQ_TDBAH), 128, 0x40, 0, ALL),
-    PLAIN("TDLEN", TQ(IXGBE_TXQ_TDLEN), 128, 0x40, 0, 0x000FFF80),
-    PLAIN("TDH", TQ(IXGBE_TXQ_TDH), 128, 0x40, 0, 0xFFFF),
-    REG("TDT", TQ(IXGBE_TXQ_TDT), 128, 0x40, 0, 0xFFFF, 0, NULL,
-        ixgbe_write_tdt),
-    REG("TXDCTL", TQ(IXGBE_TXQ_TXDCTL), 128, 0x40, 0, 0x027F7F7F, 0, NULL,
-        ixgbe_write_txdctl),
-    PLAIN("TDWBAL", TQ(IXGBE_TXQ_TDWBAL), 128, 0x40, 0, 0xFFFFFFFD),
-    PLAIN("TDWBAH", TQ(IXGBE_TXQ_TDWBAH), 128, 0x40, 0, ALL),
-    REG("DMATXCTL", IXGBE_DMATXCTL, 1, 4, 0x00000004, 0xFFFF000D, 0, NULL,
-        ixgbe_write_dmatxctl),
+    /* Transmit */
     PLAIN("RTTDCS", IXGBE_RTTDCS, 1, 4, 0, ALL),
     PLAIN("DTXMXSZRQ", IXGBE_DTXMXSZRQ, 1, 4, 0x10, 0xFFF),
     PLAIN("MTQC", IXGBE_MTQC, 1, 4, 0, 0xF),
@@ -818,78 +624,6 @@ static const IxgbeRegDesc ixgbe_reg_table[] = {
     PLAIN("SECTXSTAT", IXGBE_SECTXSTAT, 1, 4,
           IXGBE_SECTXSTAT_RDY | IXGBE_SECTXSTAT_OFF_DIS, 0),
     PLAIN("TXPBSIZE", IXGBE_TXPBSIZE0, 8, 4, 0x00028000, 0x000FFC00),
-
-    /* IEEE 1588 (ixgbe_ptp.c) */
-    PLAIN("RXMTRL", IXGBE_RXMTRL, 1, 4, 0, ALL),
-    PLAIN("ETQF", IXGBE_ETQF0, IXGBE_ETQF_COUNT, 4, 0, ALL),
-    REG("TSYNCRXCTL", IXGBE_TSYNCRXCTL, 1, 4, 0,
-        IXGBE_TSYNCRXCTL_TYPE_MASK | IXGBE_TSYNCRXCTL_ENABLED, IXGBE_RF_HW,
-        NULL, NULL),
-    REG("RXSTMPL", IXGBE_RXSTMPL, 1, 4, 0, 0, IXGBE_RF_HW, NULL, NULL),
-    REG("RXSTMPH", IXGBE_RXSTMPH, 1, 4, 0, 0, IXGBE_RF_HW,
-        ixgbe_ptp_read_rxstmph, NULL),
-    REG("RXSATRL", IXGBE_RXSATRL, 1, 4, 0, 0, IXGBE_RF_HW, NULL, NULL),
-    REG("RXSATRH", IXGBE_RXSATRH, 1, 4, 0, 0, IXGBE_RF_HW, NULL, NULL),
-    REG("TSYNCTXCTL", IXGBE_TSYNCTXCTL, 1, 4, 0, IXGBE_TSYNCTXCTL_ENABLED,
-        IXGBE_RF_HW, NULL, NULL),
-    REG("TXSTMPL", IXGBE_TXSTMPL, 1, 4, 0, 0, IXGBE_RF_HW, NULL, NULL),
-    REG("TXSTMPH", IXGBE_TXSTMPH, 1, 4, 0, 0, IXGBE_RF_HW,
-        ixgbe_ptp_read_txstmph, NULL),
-    REG("SYSTIML", IXGBE_SYSTIML, 1, 4, 0, 0, IXGBE_RF_RAW,
-        ixgbe_ptp_read_systiml, ixgbe_ptp_write_systim),
-    REG("SYSTIMH", IXGBE_SYSTIMH, 1, 4, 0, 0, IXGBE_RF_RAW,
-        ixgbe_ptp_read_systimh, ixgbe_ptp_write_systim),
-    REG("TIMINCA", IXGBE_TIMINCA, 1, 4, 0, 0, IXGBE_RF_RAW, NULL,
-        ixgbe_ptp_write_timinca),
-    PLAIN("TIMADJL", IXGBE_TIMADJL, 1, 4, 0, ALL),
-    REG("TIMADJH", IXGBE_TIMADJH, 1, 4, 0, ALL, 0, NULL,
-        ixgbe_ptp_write_timadjh),
-
-    /* Virtualization: pools, mailbox, VF resets (ixgbe_sriov.c) */
-    PLAIN("GCR_EXT", IXGBE_GCR_EXT, 1, 4, 0, ALL),
-    PLAIN("VT_CTL", IXGBE_VT_CTL, 1, 4, 0, ALL),
-    PLAIN("VFRE", IXGBE_VFRE0, 2, 4, 0, ALL),
-    PLAIN("VFTE", IXGBE_VFTE0, 2, 4, 0, ALL),
-    REG("QDE", IXGBE_QDE, 1, 4, 0, 0, IXGBE_RF_RAW, NULL, ixgbe_vt_write_qde),
-    REG("VMVIR", IXGBE_VMVIR0, 64, 4, 0, IXGBE_VMVIR_WMASK, 0, NULL,
-        ixgbe_vt_write_vmvir),
-    PLAIN("PFVFSPOOF", IXGBE_PFVFSPOOF0, 8, 4, 0, ALL),
-    PLAIN("PFDTXGSWC", IXGBE_PFDTXGSWC, 1, 4, 0, ALL),
-    PLAIN("VMECM", IXGBE_VMECM0, 2, 4, 0, ALL),
-    PLAIN("PFVML2FLT", IXGBE_PFVML2FLT0, 64, 4, 0, ALL),
-    PLAIN("PFVLVF", IXGBE_PFVLVF0, 64, 4, 0, ALL),
-    PLAIN("PFVLVFB", IXGBE_PFVLVFB0, 128, 4, 0, ALL),
-    PLAIN("PFUTA", IXGBE_PFUTA0, 128, 4, 0, ALL),
-    REG("VFLRE", IXGBE_VFLRE0, 1, 4, 0, 0, IXGBE_RF_HW,
-        ixgbe_sriov_read_vflre, NULL),
-    REG("VFLRE", IXGBE_VFLRE1, 1, 4, 0, 0, IXGBE_RF_HW,
-        ixgbe_sriov_read_vflre, NULL),
-    REG("VFLREC", IXGBE_VFLREC0, 2, 4, 0, 0, IXGBE_RF_RAW | IXGBE_RF_HW,
-        NULL, ixgbe_sriov_write_w1c),
-    REG("PFMBICR", IXGBE_PFMBICR0, 4, 4, 0, 0, IXGBE_RF_RAW | IXGBE_RF_HW,
-        NULL, ixgbe_sriov_write_w1c),
-    /* Mailbox interrupts are enabled per VF; Linux relies on the default */
-    PLAIN("PFMBIMR", IXGBE_PFMBIMR0, 2, 4, ALL, ALL),
-    REG("PFMAILBOX", IXGBE_PFMAILBOX0, IXGBE_MAX_VFS, 4, 0, 0,
-        IXGBE_RF_RAW | IXGBE_RF_HW, ixgbe_sriov_read_pfmailbox,
-        ixgbe_sriov_write_pfmailbox),
-    PLAIN("PFMBMEM", IXGBE_PFMBMEM0, IXGBE_MAX_VFS * IXGBE_MBX_WORDS, 4, 0,
-          ALL),
-    /* Per pool counters the VFs read; they never clear */
-    REG("PVFGPRC", IXGBE_PVFGPRC0, IXGBE_MAX_VFS, 0x40, 0, 0, IXGBE_RF_HW,
-        NULL, NULL),
-    REG("PVFGORC_LSB", IXGBE_PVFGORC_LSB0, IXGBE_MAX_VFS, 0x40, 0, 0,
-        IXGBE_RF_HW, NULL, NULL),
-    REG("PVFGORC_MSB", IXGBE_PVFGORC_MSB0, IXGBE_MAX_VFS, 0x40, 0, 0,
-        IXGBE_RF_HW, NULL, NULL),
-    REG("PVFMPRC", IXGBE_PVFMPRC0, IXGBE_MAX_VFS, 0x40, 0, 0, IXGBE_RF_HW,
-        NULL, NULL),
-    REG("PVFGPTC", IXGBE_PVFGPTC0, IXGBE_MAX_VFS, 4, 0, 0, IXGBE_RF_HW,
-        NULL, NULL),
-    REG("PVFGOTC_LSB", IXGBE_PVFGOTC_LSB0, IXGBE_MAX_VFS, 8, 0, 0,
-        IXGBE_RF_HW, NULL, NULL),
-    REG("PVFGOTC_MSB", IXGBE_PVFGOTC_MSB(0), IXGBE_MAX_VFS, 8, 0, 0,
-        IXGBE_RF_HW, NULL, NULL),
 
     /* Statistics */
     STAT("PXON2OFFCNT", 0x03240, 8, 4),
@@ -962,36 +696,59 @@ static const IxgbeRegDesc ixgbe_reg_table[] = {
     ALIAS("PSRTYPE", IXGBE_PSRTYPE_ALIAS, 16, 4, IXGBE_PSRTYPE0, 4),
 };
 
-/* Register index -> 1-based position in ixgbe_reg_table (0: not described) */
+/*
+ * The register file of every instance: the rows of the core's table, then
+ * those of each part, and for each register index the 1-based position of
+ * its row (0: not described).  Built once; every instance has the same
+ * parts (ixgbe_parts[] in ixgbe.c).
+ */
+static const IxgbeRegDesc **ixgbe_rows;
+static unsigned ixgbe_nrows;
 static uint16_t ixgbe_reg_lookup[IXGBE_NUM_REGS];
 
-static void ixgbe_build_reg_lookup(void)
+static void ixgbe_add_rows(const IxgbeRegDesc *rows, unsigned n)
 {
-    static bool done;
+    for (unsigned i = 0; i < n; i++) {
+        const IxgbeRegDesc *d = &rows[i];
 
-    if (done) {
-        return;
-    }
-    for (size_t i = 0; i < ARRAY_SIZE(ixgbe_reg_table); i++) {
-        const IxgbeRegDesc *d = &ixgbe_reg_table[i];
-
-        for (unsigned n = 0; n < d->count; n++) {
-            hwaddr a = d->base + (hwaddr)n * d->stride;
+        for (unsigned k = 0; k < d->count; k++) {
+            hwaddr a = d->base + (hwaddr)k * d->stride;
 
             /* Each register is described once */
             assert(a < IXGBE_MMIO_SIZE && !(a & 3) &&
                    !ixgbe_reg_lookup[a >> 2]);
-            ixgbe_reg_lookup[a >> 2] = i + 1;
+            ixgbe_reg_lookup[a >> 2] = ixgbe_nrows + 1;
         }
+        ixgbe_rows[ixgbe_nrows++] = d;
     }
-    done = true;
+}
+
+static void ixgbe_build_reg_lookup(const IxgbePart *const *parts,
+                                   unsigned nparts)
+{
+    static const IxgbePart *const *built_for;
+    unsigned n = ARRAY_SIZE(ixgbe_reg_table);
+
+    if (built_for) {
+        assert(built_for == parts);
+        return;
+    }
+    for (unsigned i = 0; i < nparts; i++) {
+        n += parts[i]->nregs;
+    }
+    ixgbe_rows = g_new(const IxgbeRegDesc *, n);
+    ixgbe_add_rows(ixgbe_reg_table, ARRAY_SIZE(ixgbe_reg_table));
+    for (unsigned i = 0; i < nparts; i++) {
+        ixgbe_add_rows(parts[i]->regs, parts[i]->nregs);
+    }
+    built_for = parts;
 }
 
 static const IxgbeRegDesc *ixgbe_reg_desc(hwaddr addr)
 {
     uint16_t i = ixgbe_reg_lookup[addr >> 2];
 
-    return i ? &ixgbe_reg_table[i - 1] : NULL;
+    return i ? ixgbe_rows[i - 1] : NULL;
 }
 
 /*
@@ -1153,8 +910,8 @@ static void ixgbe_load_mac_address(IxgbeCore *core)
 static void ixgbe_reset_state(IxgbeCore *core)
 {
     memset(core->mac, 0, sizeof(core->mac));
-    for (size_t i = 0; i < ARRAY_SIZE(ixgbe_reg_table); i++) {
-        const IxgbeRegDesc *d = &ixgbe_reg_table[i];
+    for (unsigned i = 0; i < ixgbe_nrows; i++) {
+        const IxgbeRegDesc *d = ixgbe_rows[i];
 
         if (d->flags & IXGBE_RF_ALIAS) {
             continue;
@@ -1229,7 +986,7 @@ void ixgbe_core_realize(IxgbeCore *core, PCIDevice *owner, NICState *nic,
                         const uint8_t *macaddr,
                         const IxgbePart *const *parts, unsigned nparts)
 {
-    ixgbe_build_reg_lookup();
+    ixgbe_build_reg_lookup(parts, nparts);
     core->owner = owner;
     core->nic = nic;
     core->parts = parts;
@@ -1273,8 +1030,8 @@ void ixgbe_core_unrealize(IxgbeCore *core)
  */
 static bool ixgbe_regs_valid(IxgbeCore *core)
 {
-    for (size_t i = 0; i < ARRAY_SIZE(ixgbe_reg_table); i++) {
-        const IxgbeRegDesc *d = &ixgbe_reg_table[i];
+    for (unsigned i = 0; i < ixgbe_nrows; i++) {
+        const IxgbeRegDesc *d = ixgbe_rows[i];
 
         if (d->flags & (IXGBE_RF_RC | IXGBE_RF_RAW | IXGBE_RF_HW |
                         IXGBE_RF_ALIAS)) {

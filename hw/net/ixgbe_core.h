@@ -78,6 +78,53 @@ typedef struct IxgbeRxQueue {
 typedef struct IxgbeCore IxgbeCore;
 
 /*
+ * The register file: each register the model knows is described once, by
+ * one row of a table (the core's in ixgbe_core.c, or a part's: see
+ * IxgbePart), with its reset value, writable bits, flags and handlers.
+ */
+typedef uint32_t (*IxgbeReadFn)(IxgbeCore *core, hwaddr addr);
+typedef void (*IxgbeWriteFn)(IxgbeCore *core, hwaddr addr, uint32_t val,
+                             uint32_t old);
+
+enum {
+    IXGBE_RF_RC = 1 << 0,       /* read clears the register */
+    IXGBE_RF_RAW = 1 << 1,      /* write handler stores the value itself */
+    IXGBE_RF_HW = 1 << 2,       /* the device changes its read-only bits */
+    IXGBE_RF_ALIAS = 1 << 3,    /* another name for registers elsewhere */
+};
+
+typedef struct IxgbeRegDesc {
+    const char *name;
+    hwaddr base;
+    uint16_t count;
+    uint16_t stride;
+    uint32_t reset;
+    uint32_t wmask;
+    uint32_t flags;
+    IxgbeReadFn read;
+    IxgbeWriteFn write;
+    hwaddr alias;               /* IXGBE_RF_ALIAS: the first register... */
+    uint16_t alias_stride;      /* ...and the distance to the next */
+} IxgbeRegDesc;
+
+/* Rows of a register table; RQ, RQH, TQ: a queue register's block */
+#define RQ(n) (IXGBE_RXQ_LO + (n))
+#define RQH(n) (IXGBE_RXQ_HI + (n))
+#define TQ(n) (IXGBE_TXQ_BASE + (n))
+
+#define REG(nm, b, cnt, str, rst, wm, fl, rd, wr) \
+    { .name = nm, .base = b, .count = cnt, .stride = str, .reset = rst, \
+      .wmask = wm, .flags = fl, .read = rd, .write = wr }
+#define PLAIN(nm, b, cnt, str, rst, wm) \
+    REG(nm, b, cnt, str, rst, wm, 0, NULL, NULL)
+#define STAT(nm, b, cnt, str) \
+    REG(nm, b, cnt, str, 0, 0, IXGBE_RF_RC, NULL, NULL)
+#define ALIAS(nm, b, cnt, str, to, to_str) \
+    { .name = nm, .base = b, .count = cnt, .stride = str, \
+      .flags = IXGBE_RF_ALIAS, .alias = to, .alias_stride = to_str }
+#define ALL 0xFFFFFFFFu
+
+/*
  * A part of the device beside its register file: the SFP+ cage, the
  * datapath, the PTP clock, the Flow Director, SR-IOV, the held register
  * writes.  The core calls each part at every step of the device's life,
@@ -85,6 +132,8 @@ typedef struct IxgbeCore IxgbeCore;
  * reverse order); a part leaves out the steps it has nothing to do in.
  */
 typedef struct IxgbePart {
+    const IxgbeRegDesc *regs;           /* the registers it handles */
+    unsigned nregs;
     void (*realize)(IxgbeCore *core);
     void (*unrealize)(IxgbeCore *core);
     void (*reset)(IxgbeCore *core);     /* power-on, FLR, CTRL.RST */

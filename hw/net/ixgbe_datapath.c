@@ -1691,7 +1691,139 @@ static bool ixgbe_datapath_post_load(IxgbeCore *core)
     return true;
 }
 
+/* ------------------------------------------------------------------ */
+/* The queue registers                                                 */
+/* ------------------------------------------------------------------ */
+
+static unsigned ixgbe_rxq_of(hwaddr addr)
+{
+    return addr >= IXGBE_RXQ_HI ? 64 + (addr - IXGBE_RXQ_HI) / IXGBE_RXQ_STRIDE
+                                : (addr - IXGBE_RXQ_LO) / IXGBE_RXQ_STRIDE;
+}
+
+static unsigned ixgbe_txq_of(hwaddr addr)
+{
+    return (addr - IXGBE_TXQ_BASE) / IXGBE_TXQ_STRIDE;
+}
+
+void ixgbe_rx_kick(IxgbeCore *core)
+{
+    if (ixgbe_rx_can_receive(core)) {
+        qemu_flush_queued_packets(qemu_get_queue(core->nic));
+    }
+}
+
+static void ixgbe_write_rdt(IxgbeCore *core, hwaddr addr, uint32_t val,
+                            uint32_t old)
+{
+    unsigned q = ixgbe_rxq_of(addr);
+
+    trace_ixgbe_rx_tail(q, val & 0xFFFF);
+    ixgbe_rx_prefetch(core, q);
+    ixgbe_rx_kick(core);
+}
+
+/* RDBAL, RDBAH, RDLEN, RDH: the ring is being set up anew */
+static void ixgbe_write_rx_ring(IxgbeCore *core, hwaddr addr, uint32_t val,
+                                uint32_t old)
+{
+    ixgbe_rx_queue_sync(core, ixgbe_rxq_of(addr));
+}
+
+static void ixgbe_write_rx_enable(IxgbeCore *core, hwaddr addr, uint32_t val,
+                                  uint32_t old)
+{
+    ixgbe_rx_kick(core);
+}
+
+static void ixgbe_write_rxdctl(IxgbeCore *core, hwaddr addr, uint32_t val,
+                               uint32_t old)
+{
+    if (!(val & IXGBE_RXDCTL_ENABLE) || (val & IXGBE_RXDCTL_SWFLSH)) {
+        /* A disabled or flushed queue writes back what it completed */
+        ixgbe_rx_queue_sync(core, ixgbe_rxq_of(addr));
+    }
+    ixgbe_rx_kick(core);
+}
+
+static void ixgbe_write_tdt(IxgbeCore *core, hwaddr addr, uint32_t val,
+                            uint32_t old)
+{
+    ixgbe_tx_kick(core, ixgbe_txq_of(addr));
+}
+
+static void ixgbe_write_txdctl(IxgbeCore *core, hwaddr addr, uint32_t val,
+                               uint32_t old)
+{
+    unsigned q = ixgbe_txq_of(addr);
+
+    if (!(val & IXGBE_TXDCTL_ENABLE)) {
+        /* A disabled queue writes back what it completed */
+        ixgbe_tx_flush_writeback(core, q);
+        return;
+    }
+    ixgbe_tx_kick(core, q);
+}
+
+static void ixgbe_write_dmatxctl(IxgbeCore *core, hwaddr addr, uint32_t val,
+                                 uint32_t old)
+{
+    if ((val & IXGBE_DMATXCTL_TE) && !(old & IXGBE_DMATXCTL_TE)) {
+        for (unsigned q = 0; q < IXGBE_NUM_QUEUES; q++) {
+            ixgbe_tx_kick(core, q);
+        }
+    }
+}
+
+/* Receive queues 0..63 and 64..127, transmit queues, their enables */
+static const IxgbeRegDesc ixgbe_datapath_regs[] = {
+    REG("RDBAL", RQ(IXGBE_RXQ_RDBAL), 64, 0x40, 0, 0xFFFFFF80, 0, NULL,
+        ixgbe_write_rx_ring),
+    REG("RDBAL", RQH(IXGBE_RXQ_RDBAL), 64, 0x40, 0, 0xFFFFFF80, 0, NULL,
+        ixgbe_write_rx_ring),
+    REG("RDBAH", RQ(IXGBE_RXQ_RDBAH), 64, 0x40, 0, ALL, 0, NULL,
+        ixgbe_write_rx_ring),
+    REG("RDBAH", RQH(IXGBE_RXQ_RDBAH), 64, 0x40, 0, ALL, 0, NULL,
+        ixgbe_write_rx_ring),
+    REG("RDLEN", RQ(IXGBE_RXQ_RDLEN), 64, 0x40, 0, 0x000FFF80, 0, NULL,
+        ixgbe_write_rx_ring),
+    REG("RDLEN", RQH(IXGBE_RXQ_RDLEN), 64, 0x40, 0, 0x000FFF80, 0, NULL,
+        ixgbe_write_rx_ring),
+    PLAIN("DCA_RXCTRL", RQ(IXGBE_RXQ_DCA), 64, 0x40, 0x2200, ALL),
+    PLAIN("DCA_RXCTRL", RQH(IXGBE_RXQ_DCA), 64, 0x40, 0x2200, ALL),
+    REG("RDH", RQ(IXGBE_RXQ_RDH), 64, 0x40, 0, 0xFFFF, 0, NULL,
+        ixgbe_write_rx_ring),
+    REG("RDH", RQH(IXGBE_RXQ_RDH), 64, 0x40, 0, 0xFFFF, 0, NULL,
+        ixgbe_write_rx_ring),
+    PLAIN("SRRCTL", RQ(IXGBE_RXQ_SRRCTL), 64, 0x40, 0x0402, 0x1E403F7F),
+    PLAIN("SRRCTL", RQH(IXGBE_RXQ_SRRCTL), 64, 0x40, 0x0402, 0x1E403F7F),
+    REG("RDT", RQ(IXGBE_RXQ_RDT), 64, 0x40, 0, 0xFFFF, 0, NULL,
+        ixgbe_write_rdt),
+    REG("RDT", RQH(IXGBE_RXQ_RDT), 64, 0x40, 0, 0xFFFF, 0, NULL,
+        ixgbe_write_rdt),
+    REG("RXDCTL", RQ(IXGBE_RXQ_RXDCTL), 64, 0x40, 0, 0x467F7F7F, 0, NULL,
+        ixgbe_write_rxdctl),
+    REG("RXDCTL", RQH(IXGBE_RXQ_RXDCTL), 64, 0x40, 0, 0x467F7F7F, 0, NULL,
+        ixgbe_write_rxdctl),
+    REG("RXCTRL", IXGBE_RXCTRL, 1, 4, 0, IXGBE_RXCTRL_RXEN, 0, NULL,
+        ixgbe_write_rx_enable),
+    PLAIN("TDBAL", TQ(IXGBE_TXQ_TDBAL), 128, 0x40, 0, 0xFFFFFF80),
+    PLAIN("TDBAH", TQ(IXGBE_TXQ_TDBAH), 128, 0x40, 0, ALL),
+    PLAIN("TDLEN", TQ(IXGBE_TXQ_TDLEN), 128, 0x40, 0, 0x000FFF80),
+    PLAIN("TDH", TQ(IXGBE_TXQ_TDH), 128, 0x40, 0, 0xFFFF),
+    REG("TDT", TQ(IXGBE_TXQ_TDT), 128, 0x40, 0, 0xFFFF, 0, NULL,
+        ixgbe_write_tdt),
+    REG("TXDCTL", TQ(IXGBE_TXQ_TXDCTL), 128, 0x40, 0, 0x027F7F7F, 0, NULL,
+        ixgbe_write_txdctl),
+    PLAIN("TDWBAL", TQ(IXGBE_TXQ_TDWBAL), 128, 0x40, 0, 0xFFFFFFFD),
+    PLAIN("TDWBAH", TQ(IXGBE_TXQ_TDWBAH), 128, 0x40, 0, ALL),
+    REG("DMATXCTL", IXGBE_DMATXCTL, 1, 4, 0x00000004, 0xFFFF000D, 0, NULL,
+        ixgbe_write_dmatxctl),
+};
+
 const IxgbePart ixgbe_datapath_part = {
+    .regs = ixgbe_datapath_regs,
+    .nregs = ARRAY_SIZE(ixgbe_datapath_regs),
     .realize = ixgbe_datapath_init,
     .unrealize = ixgbe_datapath_uninit,
     .reset = ixgbe_datapath_reset,

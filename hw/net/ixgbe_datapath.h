@@ -18,6 +18,8 @@ void ixgbe_rx_queue_sync(IxgbeCore *core, unsigned queue);
 void ixgbe_rx_flush_all(IxgbeCore *core, bool drop_cache);
 void ixgbe_rx_prefetch(IxgbeCore *core, unsigned queue);
 bool ixgbe_rx_can_receive(IxgbeCore *core);
+/* Frames the backend holds are offered again, if there is room */
+void ixgbe_rx_kick(IxgbeCore *core);
 ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
                          int iovcnt, bool loopback);
 /* A frame the internal switch passes on from pool src_pool */

@@ -546,8 +546,8 @@ static void ixgbe_fdir_query(IxgbeCore *core, const IxgbeFdirFilter *flt)
 /* Registers                                                           */
 /* ------------------------------------------------------------------ */
 
-void ixgbe_fdir_write_ctrl(IxgbeCore *core, hwaddr addr, uint32_t val,
-                           uint32_t old)
+static void ixgbe_fdir_write_ctrl(IxgbeCore *core, hwaddr addr, uint32_t val,
+                                  uint32_t old)
 {
     uint32_t pb = val & IXGBE_FDIRCTRL_PBALLOC_MASK;
     unsigned rxpb = (ixgbe_get(core, IXGBE_RXPBSIZE0) >> 10) & 0x3FF;
@@ -573,8 +573,8 @@ void ixgbe_fdir_write_ctrl(IxgbeCore *core, hwaddr addr, uint32_t val,
     trace_ixgbe_fdir_init(val, ixgbe_fdir_capacity(core));
 }
 
-void ixgbe_fdir_write_cmd(IxgbeCore *core, hwaddr addr, uint32_t val,
-                          uint32_t old)
+static void ixgbe_fdir_write_cmd(IxgbeCore *core, hwaddr addr, uint32_t val,
+                                 uint32_t old)
 {
     IxgbeFdir *fd = core->fdir;
     uint32_t op = val & IXGBE_FDIRCMD_CMD_MASK;
@@ -633,7 +633,7 @@ void ixgbe_fdir_write_cmd(IxgbeCore *core, hwaddr addr, uint32_t val,
 }
 
 /* FDIRFREE: free filters 15:0, collided filters 30:16 */
-uint32_t ixgbe_fdir_read_free(IxgbeCore *core, hwaddr addr)
+static uint32_t ixgbe_fdir_read_free(IxgbeCore *core, hwaddr addr)
 {
     IxgbeFdir *fd = core->fdir;
     unsigned coll = 0;
@@ -888,7 +888,40 @@ const VMStateDescription ixgbe_vmstate_fdir_table = {
     }
 };
 
+/* The Flow Director's registers */
+static const IxgbeRegDesc ixgbe_fdir_regs[] = {
+    REG("FDIRCTRL", IXGBE_FDIRCTRL, 1, 4, 0, ALL, IXGBE_RF_RAW, NULL,
+        ixgbe_fdir_write_ctrl),
+    PLAIN("FDIRSIPv6", IXGBE_FDIRSIPV6_0, 3, 4, 0, ALL),
+    PLAIN("FDIRIPSA", IXGBE_FDIRIPSA, 1, 4, 0, ALL),
+    PLAIN("FDIRIPDA", IXGBE_FDIRIPDA, 1, 4, 0, ALL),
+    PLAIN("FDIRPORT", IXGBE_FDIRPORT, 1, 4, 0, ALL),
+    PLAIN("FDIRVLAN", IXGBE_FDIRVLAN, 1, 4, 0, ALL),
+    PLAIN("FDIRHASH", IXGBE_FDIRHASH, 1, 4, 0, ALL),
+    REG("FDIRCMD", IXGBE_FDIRCMD, 1, 4, 0, ALL, IXGBE_RF_RAW, NULL,
+        ixgbe_fdir_write_cmd),
+    REG("FDIRFREE", IXGBE_FDIRFREE, 1, 4, 0, ALL, 0, ixgbe_fdir_read_free,
+        NULL),
+    PLAIN("FDIRDIP4M", IXGBE_FDIRDIP4M, 1, 4, 0, ALL),
+    PLAIN("FDIRSIP4M", IXGBE_FDIRSIP4M, 1, 4, 0, ALL),
+    PLAIN("FDIRTCPM", IXGBE_FDIRTCPM, 1, 4, 0, ALL),
+    PLAIN("FDIRUDPM", IXGBE_FDIRUDPM, 1, 4, 0, ALL),
+    STAT("FDIRLEN", IXGBE_FDIRLEN, 1, 4),
+    STAT("FDIRUSTAT", IXGBE_FDIRUSTAT, 1, 4),
+    STAT("FDIRFSTAT", IXGBE_FDIRFSTAT, 1, 4),
+    STAT("FDIRMATCH", IXGBE_FDIRMATCH, 1, 4),
+    STAT("FDIRMISS", IXGBE_FDIRMISS, 1, 4),
+    PLAIN("FDIRHKEY", IXGBE_FDIRHKEY, 1, 4, 0, ALL),
+    PLAIN("FDIRSKEY", IXGBE_FDIRSKEY, 1, 4, 0, ALL),
+    PLAIN("FDIRM", IXGBE_FDIRM, 1, 4, 0, 0x3F),
+    PLAIN("FDIRIP6M", IXGBE_FDIRIP6M, 1, 4, 0, ALL),
+    /* An X550 register; reset: SCTP ports not compared */
+    PLAIN("FDIRSCTPM", IXGBE_FDIRSCTPM, 1, 4, ALL, ALL),
+};
+
 const IxgbePart ixgbe_fdir_part = {
+    .regs = ixgbe_fdir_regs,
+    .nregs = ARRAY_SIZE(ixgbe_fdir_regs),
     .realize = ixgbe_fdir_init,
     .unrealize = ixgbe_fdir_uninit,
     .reset = ixgbe_fdir_reset,

@@ -58,13 +58,6 @@ typedef struct IxgbeFdirResult {
 bool ixgbe_fdir_migration_needed(IxgbeCore *core);
 extern const VMStateDescription ixgbe_vmstate_fdir_table;
 
-/* Register handlers (the register table in ixgbe_core.c) */
-void ixgbe_fdir_write_ctrl(IxgbeCore *core, hwaddr addr, uint32_t val,
-                           uint32_t old);
-void ixgbe_fdir_write_cmd(IxgbeCore *core, hwaddr addr, uint32_t val,
-                          uint32_t old);
-uint32_t ixgbe_fdir_read_free(IxgbeCore *core, hwaddr addr);
-
 /* The filter input of a frame, and the 82599's hash over it */
 #define IXGBE_FDIR_INPUT_DWORDS     11
 uint16_t ixgbe_fdir_hash(const uint32_t *input, uint32_t key);

@@ -60,7 +60,7 @@ static void ixgbe_ptp_reset(IxgbeCore *core)
 }
 
 /* Reading SYSTIML latches SYSTIMH for the read that follows */
-uint32_t ixgbe_ptp_read_systiml(IxgbeCore *core, hwaddr addr)
+static uint32_t ixgbe_ptp_read_systiml(IxgbeCore *core, hwaddr addr)
 {
     uint64_t now = ixgbe_ptp_now(core);
 
@@ -68,13 +68,13 @@ uint32_t ixgbe_ptp_read_systiml(IxgbeCore *core, hwaddr addr)
     return (uint32_t)now;
 }
 
-uint32_t ixgbe_ptp_read_systimh(IxgbeCore *core, hwaddr addr)
+static uint32_t ixgbe_ptp_read_systimh(IxgbeCore *core, hwaddr addr)
 {
     return core->ptp.systimh_latch;
 }
 
-void ixgbe_ptp_write_systim(IxgbeCore *core, hwaddr addr, uint32_t val,
-                            uint32_t old)
+static void ixgbe_ptp_write_systim(IxgbeCore *core, hwaddr addr, uint32_t val,
+                                   uint32_t old)
 {
     uint64_t now = ixgbe_ptp_now(core);
 
@@ -87,8 +87,8 @@ void ixgbe_ptp_write_systim(IxgbeCore *core, hwaddr addr, uint32_t val,
 }
 
 /* A new increment applies from now on: SYSTIM keeps its current value */
-void ixgbe_ptp_write_timinca(IxgbeCore *core, hwaddr addr, uint32_t val,
-                             uint32_t old)
+static void ixgbe_ptp_write_timinca(IxgbeCore *core, hwaddr addr, uint32_t val,
+                                    uint32_t old)
 {
     uint64_t now = ixgbe_ptp_now(core);    /* at the old increment */
 
@@ -97,8 +97,8 @@ void ixgbe_ptp_write_timinca(IxgbeCore *core, hwaddr addr, uint32_t val,
 }
 
 /* Writing TIMADJH adds (or, with its sign bit, subtracts) TIMADJH:TIMADJL */
-void ixgbe_ptp_write_timadjh(IxgbeCore *core, hwaddr addr, uint32_t val,
-                             uint32_t old)
+static void ixgbe_ptp_write_timadjh(IxgbeCore *core, hwaddr addr, uint32_t val,
+                                    uint32_t old)
 {
     uint64_t adj = ((uint64_t)(val & ~IXGBE_TIMADJH_SIGN) << 32) |
                    ixgbe_get(core, IXGBE_TIMADJL);
@@ -108,14 +108,14 @@ void ixgbe_ptp_write_timadjh(IxgbeCore *core, hwaddr addr, uint32_t val,
 }
 
 /* Reading TXSTMPH releases the transmit time stamp registers */
-uint32_t ixgbe_ptp_read_txstmph(IxgbeCore *core, hwaddr addr)
+static uint32_t ixgbe_ptp_read_txstmph(IxgbeCore *core, hwaddr addr)
 {
     *ixgbe_reg(core, IXGBE_TSYNCTXCTL) &= ~IXGBE_TSYNCTXCTL_VALID;
     return ixgbe_get(core, addr);
 }
 
 /* Reading RXSTMPH releases the receive time stamp registers */
-uint32_t ixgbe_ptp_read_rxstmph(IxgbeCore *core, hwaddr addr)
+static uint32_t ixgbe_ptp_read_rxstmph(IxgbeCore *core, hwaddr addr)
 {
     *ixgbe_reg(core, IXGBE_TSYNCRXCTL) &= ~IXGBE_TSYNCRXCTL_VALID;
     return ixgbe_get(core, addr);
@@ -256,6 +256,36 @@ bool ixgbe_ptp_rx_stamp(IxgbeCore *core, const uint8_t *frame, size_t len,
     return true;
 }
 
+/* The registers of the IEEE 1588 clock */
+static const IxgbeRegDesc ixgbe_ptp_regs[] = {
+    PLAIN("RXMTRL", IXGBE_RXMTRL, 1, 4, 0, ALL),
+    PLAIN("ETQF", IXGBE_ETQF0, IXGBE_ETQF_COUNT, 4, 0, ALL),
+    REG("TSYNCRXCTL", IXGBE_TSYNCRXCTL, 1, 4, 0,
+        IXGBE_TSYNCRXCTL_TYPE_MASK | IXGBE_TSYNCRXCTL_ENABLED, IXGBE_RF_HW,
+        NULL, NULL),
+    REG("RXSTMPL", IXGBE_RXSTMPL, 1, 4, 0, 0, IXGBE_RF_HW, NULL, NULL),
+    REG("RXSTMPH", IXGBE_RXSTMPH, 1, 4, 0, 0, IXGBE_RF_HW,
+        ixgbe_ptp_read_rxstmph, NULL),
+    REG("RXSATRL", IXGBE_RXSATRL, 1, 4, 0, 0, IXGBE_RF_HW, NULL, NULL),
+    REG("RXSATRH", IXGBE_RXSATRH, 1, 4, 0, 0, IXGBE_RF_HW, NULL, NULL),
+    REG("TSYNCTXCTL", IXGBE_TSYNCTXCTL, 1, 4, 0, IXGBE_TSYNCTXCTL_ENABLED,
+        IXGBE_RF_HW, NULL, NULL),
+    REG("TXSTMPL", IXGBE_TXSTMPL, 1, 4, 0, 0, IXGBE_RF_HW, NULL, NULL),
+    REG("TXSTMPH", IXGBE_TXSTMPH, 1, 4, 0, 0, IXGBE_RF_HW,
+        ixgbe_ptp_read_txstmph, NULL),
+    REG("SYSTIML", IXGBE_SYSTIML, 1, 4, 0, 0, IXGBE_RF_RAW,
+        ixgbe_ptp_read_systiml, ixgbe_ptp_write_systim),
+    REG("SYSTIMH", IXGBE_SYSTIMH, 1, 4, 0, 0, IXGBE_RF_RAW,
+        ixgbe_ptp_read_systimh, ixgbe_ptp_write_systim),
+    REG("TIMINCA", IXGBE_TIMINCA, 1, 4, 0, 0, IXGBE_RF_RAW, NULL,
+        ixgbe_ptp_write_timinca),
+    PLAIN("TIMADJL", IXGBE_TIMADJL, 1, 4, 0, ALL),
+    REG("TIMADJH", IXGBE_TIMADJH, 1, 4, 0, ALL, 0, NULL,
+        ixgbe_ptp_write_timadjh),
+};
+
 const IxgbePart ixgbe_ptp_part = {
+    .regs = ixgbe_ptp_regs,
+    .nregs = ARRAY_SIZE(ixgbe_ptp_regs),
     .reset = ixgbe_ptp_reset,
 };

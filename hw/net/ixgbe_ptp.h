@@ -10,19 +10,6 @@
 
 #include "ixgbe_core.h"
 
-
-/* Register handlers (the register table in ixgbe_core.c) */
-uint32_t ixgbe_ptp_read_systiml(IxgbeCore *core, hwaddr addr);
-uint32_t ixgbe_ptp_read_systimh(IxgbeCore *core, hwaddr addr);
-void ixgbe_ptp_write_systim(IxgbeCore *core, hwaddr addr, uint32_t val,
-                            uint32_t old);
-void ixgbe_ptp_write_timinca(IxgbeCore *core, hwaddr addr, uint32_t val,
-                             uint32_t old);
-void ixgbe_ptp_write_timadjh(IxgbeCore *core, hwaddr addr, uint32_t val,
-                             uint32_t old);
-uint32_t ixgbe_ptp_read_txstmph(IxgbeCore *core, hwaddr addr);
-uint32_t ixgbe_ptp_read_rxstmph(IxgbeCore *core, hwaddr addr);
-
 /*
  * Datapath: a frame sent with IXGBE_ADVTXD_MAC_TSTAMP; a frame received,
  * stamped with the clock read when it arrived (ixgbe_ptp_rx_arrival)

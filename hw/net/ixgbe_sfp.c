@@ -473,7 +473,7 @@ static bool ixgbe_i2c_line_sda(IxgbeSfp *sfp, uint32_t i2cctl)
     return (i2cctl & IXGBE_I2CCTL_DATA_OUT) && sfp->sda_out;
 }
 
-uint32_t ixgbe_sfp_read_i2cctl(IxgbeCore *core, hwaddr addr)
+static uint32_t ixgbe_sfp_read_i2cctl(IxgbeCore *core, hwaddr addr)
 {
     uint32_t v = ixgbe_get(core, addr);
 
@@ -487,8 +487,8 @@ uint32_t ixgbe_sfp_read_i2cctl(IxgbeCore *core, hwaddr addr)
     return v;
 }
 
-void ixgbe_sfp_write_i2cctl(IxgbeCore *core, hwaddr addr, uint32_t val,
-                            uint32_t old)
+static void ixgbe_sfp_write_i2cctl(IxgbeCore *core, hwaddr addr, uint32_t val,
+                                   uint32_t old)
 {
     IxgbeSfp *sfp = &core->sfp;
     bool scl0 = old & IXGBE_I2CCTL_CLK_OUT;
@@ -522,7 +522,7 @@ void ixgbe_sfp_write_i2cctl(IxgbeCore *core, hwaddr addr, uint32_t val,
 /* Pins, link, module changes                                          */
 /* ------------------------------------------------------------------ */
 
-uint32_t ixgbe_sfp_read_esdp(IxgbeCore *core, hwaddr addr)
+static uint32_t ixgbe_sfp_read_esdp(IxgbeCore *core, hwaddr addr)
 {
     uint32_t v = ixgbe_get(core, addr);
 
@@ -536,8 +536,8 @@ uint32_t ixgbe_sfp_read_esdp(IxgbeCore *core, hwaddr addr)
     return v;
 }
 
-void ixgbe_sfp_write_esdp(IxgbeCore *core, hwaddr addr, uint32_t val,
-                          uint32_t old)
+static void ixgbe_sfp_write_esdp(IxgbeCore *core, hwaddr addr, uint32_t val,
+                                 uint32_t old)
 {
     if (core->sfp.media == IXGBE_MEDIA_SFP &&
         ((old ^ val) & IXGBE_ESDP_SDP3)) {
@@ -738,7 +738,17 @@ const VMStateDescription ixgbe_vmstate_sfp = {
     }
 };
 
+/* The registers of the SFP+ cage: its pins and its I2C bus */
+static const IxgbeRegDesc ixgbe_sfp_regs[] = {
+    REG("ESDP", IXGBE_ESDP, 1, 4, 0, ALL, 0, ixgbe_sfp_read_esdp,
+        ixgbe_sfp_write_esdp),
+    REG("I2CCTL", IXGBE_I2CCTL, 1, 4, 0, 0, IXGBE_RF_RAW,
+        ixgbe_sfp_read_i2cctl, ixgbe_sfp_write_i2cctl),
+};
+
 const IxgbePart ixgbe_sfp_part = {
+    .regs = ixgbe_sfp_regs,
+    .nregs = ARRAY_SIZE(ixgbe_sfp_regs),
     .reset = ixgbe_sfp_reset,
     .post_load = ixgbe_sfp_post_load,
 };

@@ -77,14 +77,6 @@ void ixgbe_sfp_change_module(IxgbeCore *core, IxgbeSfpType type);
 void ixgbe_sfp_build_eeprom(IxgbeCore *core);
 bool ixgbe_sfp_link_ok(IxgbeCore *core);
 
-/* Register handlers (the register table in ixgbe_core.c) */
-uint32_t ixgbe_sfp_read_i2cctl(IxgbeCore *core, hwaddr addr);
-void ixgbe_sfp_write_i2cctl(IxgbeCore *core, hwaddr addr, uint32_t val,
-                            uint32_t old);
-uint32_t ixgbe_sfp_read_esdp(IxgbeCore *core, hwaddr addr);
-void ixgbe_sfp_write_esdp(IxgbeCore *core, hwaddr addr, uint32_t val,
-                          uint32_t old);
-
 /* The module's memory as the I2C bus reads it (qtests, ethtool -m) */
 uint8_t ixgbe_sfp_byte(IxgbeCore *core, uint8_t dev, uint8_t offset);
 

@@ -225,7 +225,7 @@ static void ixgbe_sriov_pf_notify(IxgbeCore *core, unsigned vfn)
 /* ------------------------------------------------------------------ */
 
 /* PFMAILBOX: PFU is stored; VFU is the VF's; STS, ACK and RVFU act */
-uint32_t ixgbe_sriov_read_pfmailbox(IxgbeCore *core, hwaddr addr)
+static uint32_t ixgbe_sriov_read_pfmailbox(IxgbeCore *core, hwaddr addr)
 {
     unsigned vfn = (addr - IXGBE_PFMAILBOX0) / 4;
     uint32_t v = ixgbe_get(core, addr);
@@ -236,8 +236,8 @@ uint32_t ixgbe_sriov_read_pfmailbox(IxgbeCore *core, hwaddr addr)
     return v;
 }
 
-void ixgbe_sriov_write_pfmailbox(IxgbeCore *core, hwaddr addr, uint32_t val,
-                                 uint32_t old)
+static void ixgbe_sriov_write_pfmailbox(IxgbeCore *core, hwaddr addr,
+                                        uint32_t val, uint32_t old)
 {
     unsigned vfn = (addr - IXGBE_PFMAILBOX0) / 4;
     IxgbeVf *vf = &core->vf[vfn];
@@ -265,14 +265,14 @@ void ixgbe_sriov_write_pfmailbox(IxgbeCore *core, hwaddr addr, uint32_t val,
 }
 
 /* PFMBICR, VFLREC: write 1 to clear */
-void ixgbe_sriov_write_w1c(IxgbeCore *core, hwaddr addr, uint32_t val,
-                           uint32_t old)
+static void ixgbe_sriov_write_w1c(IxgbeCore *core, hwaddr addr, uint32_t val,
+                                  uint32_t old)
 {
     *ixgbe_reg(core, addr) = old & ~val;
 }
 
 /* VFLRE: the pending VF resets VFLREC clears */
-uint32_t ixgbe_sriov_read_vflre(IxgbeCore *core, hwaddr addr)
+static uint32_t ixgbe_sriov_read_vflre(IxgbeCore *core, hwaddr addr)
 {
     return ixgbe_get(core, IXGBE_VFLREC(addr == IXGBE_VFLRE0 ? 0 : 1));
 }
@@ -281,8 +281,8 @@ uint32_t ixgbe_sriov_read_vflre(IxgbeCore *core, hwaddr addr)
  * CTRL_EXT.PFRSTD: the PF driver has finished its reset; the VFs see RSTI
  * go and RSTD come.
  */
-void ixgbe_sriov_write_ctrl_ext(IxgbeCore *core, hwaddr addr, uint32_t val,
-                                uint32_t old)
+static void ixgbe_sriov_write_ctrl_ext(IxgbeCore *core, hwaddr addr,
+                                       uint32_t val, uint32_t old)
 {
     if (!(val & IXGBE_CTRL_EXT_PFRSTD) || !core->pf_rst_pending) {
         return;
@@ -764,7 +764,56 @@ static bool ixgbe_sriov_post_load(IxgbeCore *core)
     return true;
 }
 
+/* The PF's registers for pools, the mailbox and VF resets */
+static const IxgbeRegDesc ixgbe_sriov_regs[] = {
+    REG("CTRL_EXT", IXGBE_CTRL_EXT, 1, 4, 0, ALL, 0, NULL,
+        ixgbe_sriov_write_ctrl_ext),
+    PLAIN("GCR_EXT", IXGBE_GCR_EXT, 1, 4, 0, ALL),
+    PLAIN("VT_CTL", IXGBE_VT_CTL, 1, 4, 0, ALL),
+    PLAIN("VFRE", IXGBE_VFRE0, 2, 4, 0, ALL),
+    PLAIN("VFTE", IXGBE_VFTE0, 2, 4, 0, ALL),
+    PLAIN("PFVFSPOOF", IXGBE_PFVFSPOOF0, 8, 4, 0, ALL),
+    PLAIN("PFDTXGSWC", IXGBE_PFDTXGSWC, 1, 4, 0, ALL),
+    PLAIN("VMECM", IXGBE_VMECM0, 2, 4, 0, ALL),
+    PLAIN("PFVML2FLT", IXGBE_PFVML2FLT0, 64, 4, 0, ALL),
+    PLAIN("PFVLVF", IXGBE_PFVLVF0, 64, 4, 0, ALL),
+    PLAIN("PFVLVFB", IXGBE_PFVLVFB0, 128, 4, 0, ALL),
+    PLAIN("PFUTA", IXGBE_PFUTA0, 128, 4, 0, ALL),
+    REG("VFLRE", IXGBE_VFLRE0, 1, 4, 0, 0, IXGBE_RF_HW,
+        ixgbe_sriov_read_vflre, NULL),
+    REG("VFLRE", IXGBE_VFLRE1, 1, 4, 0, 0, IXGBE_RF_HW,
+        ixgbe_sriov_read_vflre, NULL),
+    REG("VFLREC", IXGBE_VFLREC0, 2, 4, 0, 0, IXGBE_RF_RAW | IXGBE_RF_HW,
+        NULL, ixgbe_sriov_write_w1c),
+    REG("PFMBICR", IXGBE_PFMBICR0, 4, 4, 0, 0, IXGBE_RF_RAW | IXGBE_RF_HW,
+        NULL, ixgbe_sriov_write_w1c),
+    /* Mailbox interrupts are enabled per VF; Linux relies on the default */
+    PLAIN("PFMBIMR", IXGBE_PFMBIMR0, 2, 4, ALL, ALL),
+    REG("PFMAILBOX", IXGBE_PFMAILBOX0, IXGBE_MAX_VFS, 4, 0, 0,
+        IXGBE_RF_RAW | IXGBE_RF_HW, ixgbe_sriov_read_pfmailbox,
+        ixgbe_sriov_write_pfmailbox),
+    PLAIN("PFMBMEM", IXGBE_PFMBMEM0, IXGBE_MAX_VFS * IXGBE_MBX_WORDS, 4, 0,
+          ALL),
+    /* Per pool counters the VFs read; they never clear */
+    REG("PVFGPRC", IXGBE_PVFGPRC0, IXGBE_MAX_VFS, 0x40, 0, 0, IXGBE_RF_HW,
+        NULL, NULL),
+    REG("PVFGORC_LSB", IXGBE_PVFGORC_LSB0, IXGBE_MAX_VFS, 0x40, 0, 0,
+        IXGBE_RF_HW, NULL, NULL),
+    REG("PVFGORC_MSB", IXGBE_PVFGORC_MSB0, IXGBE_MAX_VFS, 0x40, 0, 0,
+        IXGBE_RF_HW, NULL, NULL),
+    REG("PVFMPRC", IXGBE_PVFMPRC0, IXGBE_MAX_VFS, 0x40, 0, 0, IXGBE_RF_HW,
+        NULL, NULL),
+    REG("PVFGPTC", IXGBE_PVFGPTC0, IXGBE_MAX_VFS, 4, 0, 0, IXGBE_RF_HW,
+        NULL, NULL),
+    REG("PVFGOTC_LSB", IXGBE_PVFGOTC_LSB0, IXGBE_MAX_VFS, 8, 0, 0,
+        IXGBE_RF_HW, NULL, NULL),
+    REG("PVFGOTC_MSB", IXGBE_PVFGOTC_MSB(0), IXGBE_MAX_VFS, 8, 0, 0,
+        IXGBE_RF_HW, NULL, NULL),
+};
+
 const IxgbePart ixgbe_sriov_part = {
+    .regs = ixgbe_sriov_regs,
+    .nregs = ARRAY_SIZE(ixgbe_sriov_regs),
     .realize = ixgbe_sriov_realize,
     .unrealize = ixgbe_sriov_unrealize,
     .reset = ixgbe_sriov_reset,

@@ -17,16 +17,6 @@ unsigned ixgbe_sriov_queues_per_pool(IxgbeCore *core);
 bool ixgbe_sriov_queue_cause(IxgbeCore *core, bool is_tx, unsigned queue);
 PCIDevice *ixgbe_queue_dma_dev(IxgbeCore *core, unsigned queue);
 
-/* Register handlers (the register table in ixgbe_core.c) */
-uint32_t ixgbe_sriov_read_pfmailbox(IxgbeCore *core, hwaddr addr);
-void ixgbe_sriov_write_pfmailbox(IxgbeCore *core, hwaddr addr, uint32_t val,
-                                 uint32_t old);
-void ixgbe_sriov_write_w1c(IxgbeCore *core, hwaddr addr, uint32_t val,
-                           uint32_t old);
-uint32_t ixgbe_sriov_read_vflre(IxgbeCore *core, hwaddr addr);
-void ixgbe_sriov_write_ctrl_ext(IxgbeCore *core, hwaddr addr, uint32_t val,
-                                uint32_t old);
-
 /* VF side (ixgbevf.c): BAR 0 accesses, resets */
 uint32_t ixgbe_vf_read(IxgbeCore *core, unsigned vfn, hwaddr addr);
 void ixgbe_vf_write(IxgbeCore *core, unsigned vfn, hwaddr addr, uint32_t val);

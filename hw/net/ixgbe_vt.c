@@ -303,8 +303,8 @@ bool ixgbe_vt_tx_vlan(IxgbeCore *core, unsigned q, bool vle, uint16_t *tag)
 }
 
 /* A pool's port VLAN: the reserved action is logged once, when written */
-void ixgbe_vt_write_vmvir(IxgbeCore *core, hwaddr addr, uint32_t val,
-                          uint32_t old)
+static void ixgbe_vt_write_vmvir(IxgbeCore *core, hwaddr addr, uint32_t val,
+                                 uint32_t old)
 {
     if ((val >> IXGBE_VMVIR_VLANA_SHIFT) == IXGBE_VMVIR_VLANA_RESERVED &&
         val != old) {
@@ -398,8 +398,8 @@ bool ixgbe_vt_queue_drop(IxgbeCore *core, unsigned q)
 }
 
 /* QDE: WRITE sets a queue's drop enable, READ loads it into the register */
-void ixgbe_vt_write_qde(IxgbeCore *core, hwaddr addr, uint32_t val,
-                        uint32_t old)
+static void ixgbe_vt_write_qde(IxgbeCore *core, hwaddr addr, uint32_t val,
+                               uint32_t old)
 {
     unsigned q = (val >> IXGBE_QDE_IDX_SHIFT) & IXGBE_QDE_IDX_MASK;
     uint32_t keep = val & ~(IXGBE_QDE_WRITE | IXGBE_QDE_READ);
@@ -417,3 +417,15 @@ void ixgbe_vt_write_qde(IxgbeCore *core, hwaddr addr, uint32_t val,
     }
     *ixgbe_reg(core, addr) = keep;
 }
+
+/* The pools' registers with side effects */
+static const IxgbeRegDesc ixgbe_vt_regs[] = {
+    REG("QDE", IXGBE_QDE, 1, 4, 0, 0, IXGBE_RF_RAW, NULL, ixgbe_vt_write_qde),
+    REG("VMVIR", IXGBE_VMVIR0, 64, 4, 0, IXGBE_VMVIR_WMASK, 0, NULL,
+        ixgbe_vt_write_vmvir),
+};
+
+const IxgbePart ixgbe_vt_part = {
+    .regs = ixgbe_vt_regs,
+    .nregs = ARRAY_SIZE(ixgbe_vt_regs),
+};

@@ -52,10 +52,7 @@ IxgbeVtTx ixgbe_vt_tx(IxgbeCore *core, unsigned queue,
                       const struct iovec *iov, int iovcnt);
 bool ixgbe_vt_queue_drop(IxgbeCore *core, unsigned queue);
 
-/* Register handlers (the register table in ixgbe_core.c) */
-void ixgbe_vt_write_vmvir(IxgbeCore *core, hwaddr addr, uint32_t val,
-                          uint32_t old);
-void ixgbe_vt_write_qde(IxgbeCore *core, hwaddr addr, uint32_t val,
-                        uint32_t old);
+/* The pools as a part of the device (IxgbePart, ixgbe_core.h) */
+extern const IxgbePart ixgbe_vt_part;
 
 #endif
