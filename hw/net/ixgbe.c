@@ -315,15 +315,19 @@ static bool ixgbe_sriov_init(PCIDevice *d, Error **errp)
     return true;
 }
 
-/* The parts of the device beside its register file, in reset order */
+/*
+ * The parts of the device beside its register file, in the order the
+ * core calls them: the held register writes first, so that a VM stop
+ * applies them before the datapath writes back what it holds.
+ */
 static const IxgbePart *const ixgbe_parts[] = {
+    &ixgbe_coalesce_part,
     &ixgbe_sfp_part,
     &ixgbe_datapath_part,
     &ixgbe_ptp_part,
     &ixgbe_fdir_part,
     &ixgbe_vt_part,
     &ixgbe_sriov_part,
-    &ixgbe_coalesce_part,
 };
 
 static void ixgbe_pci_realize(PCIDevice *d, Error **errp)

@@ -224,6 +224,7 @@ static void ixgbe_coalesce_reset(IxgbeCore *core)
 }
 
 const IxgbePart ixgbe_coalesce_part = {
+    .vm_stop = ixgbe_coalesce_flush,
     .realize = ixgbe_coalesce_realize,
     .unrealize = ixgbe_coalesce_unrealize,
     .reset = ixgbe_coalesce_reset,

@@ -25,12 +25,6 @@
 #include "net_tx_pkt.h"
 #include "net_rx_pkt.h"
 #include "ixgbe_core.h"
-#include "ixgbe_datapath.h"
-#include "ixgbe_ptp.h"
-#include "ixgbe_sfp.h"
-#include "ixgbe_fdir.h"
-#include "ixgbe_sriov.h"
-#include "ixgbe_vt.h"
 #include "trace.h"
 
 
@@ -78,40 +72,18 @@ static bool ixgbe_legacy_pending(IxgbeCore *core)
 }
 
 /* The IVAR byte that routes a queue's RX or TX cause */
-static uint32_t ixgbe_ivar_entry(IxgbeCore *core, unsigned queue, bool is_tx)
+uint32_t ixgbe_ivar_entry(IxgbeCore *core, unsigned queue, bool is_tx)
 {
     return ixgbe_ivar_byte(ixgbe_get(core, IXGBE_IVAR(queue / 2)),
                            queue, is_tx);
 }
 
-static bool ixgbe_ivar_routes(uint32_t ent, int vector)
+/* Each part is told before an interrupt is signalled on vector */
+static void ixgbe_before_irq(IxgbeCore *core, int vector)
 {
-    return vector < 0 || ((ent & IXGBE_IVAR_VALID) &&
-                          (ent & IXGBE_IVAR_VECTOR_MASK) == vector);
-}
-
-/*
- * An interrupt is about to be signalled on vector (-1: the one MSI/INTx
- * vector): the queues it serves write back the descriptors they hold.
- */
-static void ixgbe_flush_writeback_for(IxgbeCore *core, int vector)
-{
-    for (unsigned q = 0; q < IXGBE_NUM_QUEUES; q++) {
-        if (core->txq[q].wb_pending &&
-            ixgbe_ivar_routes(ixgbe_ivar_entry(core, q, true), vector)) {
-            ixgbe_tx_flush_writeback(core, q);
-        }
-    }
-    for (unsigned w = 0; w < ARRAY_SIZE(core->rx_wb_map); w++) {
-        uint64_t map = core->rx_wb_map[w];
-
-        while (map) {
-            unsigned q = w * 64 + ctz64(map);
-
-            map &= map - 1;
-            if (ixgbe_ivar_routes(ixgbe_ivar_entry(core, q, false), vector)) {
-                ixgbe_rx_flush_writeback(core, q);
-            }
+    for (unsigned i = 0; i < core->nparts; i++) {
+        if (core->parts[i]->before_irq) {
+            core->parts[i]->before_irq(core, vector);
         }
     }
 }
@@ -134,7 +106,7 @@ static void ixgbe_msix_fire(IxgbeCore *core, unsigned v)
     uint32_t eiac = ixgbe_get(core, IXGBE_EIAC);
     uint64_t bit = BIT_ULL(v);
 
-    ixgbe_flush_writeback_for(core, v);
+    ixgbe_before_irq(core, v);
 
     if (v >= 16 || (eiac & bit)) {
         core->vec_cause &= ~bit;
@@ -193,7 +165,7 @@ static void ixgbe_update_interrupts(IxgbeCore *core)
             pci_set_irq(d, 0);
         }
         if (ixgbe_legacy_pending(core) && !core->vec[0].armed) {
-            ixgbe_flush_writeback_for(core, -1);
+            ixgbe_before_irq(core, -1);
             if (msix_enabled(d)) {
                 trace_ixgbe_irq_msix(0);
                 msix_notify(d, 0);
@@ -209,7 +181,7 @@ static void ixgbe_update_interrupts(IxgbeCore *core)
     if (ixgbe_legacy_pending(core) != core->intx_level) {
         core->intx_level = !core->intx_level;
         if (core->intx_level) {
-            ixgbe_flush_writeback_for(core, -1);
+            ixgbe_before_irq(core, -1);
         }
         trace_ixgbe_irq_intx(core->intx_level);
         pci_set_irq(d, core->intx_level);
@@ -232,10 +204,6 @@ void ixgbe_raise_queue_cause(IxgbeCore *core, bool is_tx, unsigned queue)
 {
     uint32_t ent = ixgbe_ivar_entry(core, queue, is_tx);
 
-    /* A queue of a VF's pool interrupts the VF */
-    if (ixgbe_sriov_queue_cause(core, is_tx, queue)) {
-        return;
-    }
     if (!(ent & IXGBE_IVAR_VALID)) {
         return;
     }
@@ -423,8 +391,18 @@ static bool ixgbe_link_up(IxgbeCore *core)
 {
     NetClientState *nc = qemu_get_queue(core->nic);
 
-    return (!nc->link_down && ixgbe_sfp_link_ok(core)) ||
-           (ixgbe_get(core, IXGBE_AUTOC) & IXGBE_AUTOC_FLU);
+    if (ixgbe_get(core, IXGBE_AUTOC) & IXGBE_AUTOC_FLU) {
+        return true;
+    }
+    if (nc->link_down) {
+        return false;
+    }
+    for (unsigned i = 0; i < core->nparts; i++) {
+        if (core->parts[i]->link_ok && !core->parts[i]->link_ok(core)) {
+            return false;
+        }
+    }
+    return true;
 }
 
 static uint32_t ixgbe_read_status(IxgbeCore *core, hwaddr addr)
@@ -891,7 +869,11 @@ static void ixgbe_build_eeprom(IxgbeCore *core)
     core->eeprom[0x33] = 0xFFFF;
     core->eeprom[IXGBE_EEPROM_ETRACK_L] = 0x0001;
     core->eeprom[IXGBE_EEPROM_ETRACK_H] = 0x8000;
-    ixgbe_sfp_build_eeprom(core);
+    for (unsigned i = 0; i < core->nparts; i++) {
+        if (core->parts[i]->eeprom) {
+            core->parts[i]->eeprom(core);
+        }
+    }
     for (unsigned i = 0; i < IXGBE_EEPROM_CHECKSUM_WORD; i++) {
         sum += core->eeprom[i];
     }
@@ -957,16 +939,18 @@ void ixgbe_core_set_link_status(IxgbeCore *core)
 
     trace_ixgbe_link(!nc->link_down);
     ixgbe_raise_other_cause(core, IXGBE_EICR_LSC);
-    if (!nc->link_down) {
-        ixgbe_rx_kick(core);
+    for (unsigned i = 0; i < core->nparts; i++) {
+        if (core->parts[i]->link_change) {
+            core->parts[i]->link_change(core, !nc->link_down);
+        }
     }
 }
 
 /*
  * The VM stops (before a migration's last pass over RAM, or a snapshot):
- * register writes still queued are applied, and descriptors whose
- * write-back WTHRESH holds are written now, so that the state and the RAM
- * that are saved have them.
+ * each part puts down what it holds (queued register writes, descriptors
+ * whose write-back WTHRESH holds), so that the state and the RAM that are
+ * saved have them.
  */
 static void ixgbe_vm_state_change(void *opaque, bool running, RunState state)
 {
@@ -975,10 +959,10 @@ static void ixgbe_vm_state_change(void *opaque, bool running, RunState state)
     if (running) {
         return;
     }
-    ixgbe_coalesce_flush(core);
-    if (ixgbe_core_enter(core, "VM stop", -1, 0)) {
-        ixgbe_rx_flush_all(core, false);
-        ixgbe_core_leave(core);
+    for (unsigned i = 0; i < core->nparts; i++) {
+        if (core->parts[i]->vm_stop) {
+            core->parts[i]->vm_stop(core);
+        }
     }
 }
 
@@ -1062,7 +1046,11 @@ static bool ixgbe_regs_valid(IxgbeCore *core)
 int ixgbe_core_pre_save(IxgbeCore *core)
 {
     if (ixgbe_core_enter(core, "migration", -1, 0)) {
-        ixgbe_rx_flush_all(core, true);
+        for (unsigned i = 0; i < core->nparts; i++) {
+            if (core->parts[i]->pre_save) {
+                core->parts[i]->pre_save(core);
+            }
+        }
         ixgbe_core_leave(core);
     }
     core->backend_link_down = qemu_get_queue(core->nic)->link_down;

@@ -138,6 +138,18 @@ typedef struct IxgbePart {
     void (*unrealize)(IxgbeCore *core);
     void (*reset)(IxgbeCore *core);     /* power-on, FLR, CTRL.RST */
     bool (*post_load)(IxgbeCore *core); /* false: refuse the stream */
+    /* Its words of the EEPROM image, before the checksum is made */
+    void (*eeprom)(IxgbeCore *core);
+    /* false while it keeps the link down (STATUS.LU, LINKS) */
+    bool (*link_ok)(IxgbeCore *core);
+    /* The backend's link changed (up: nc->link_down clear) */
+    void (*link_change)(IxgbeCore *core, bool up);
+    /* An interrupt is about to be signalled on vector (-1: MSI/INTx) */
+    void (*before_irq)(IxgbeCore *core, int vector);
+    /* The VM stops; called outside the re-entrancy domain */
+    void (*vm_stop)(IxgbeCore *core);
+    /* The state is about to be saved; inside the domain */
+    void (*pre_save)(IxgbeCore *core);
 } IxgbePart;
 typedef struct IxgbeFdir IxgbeFdir;     /* ixgbe_fdir.h */
 
@@ -241,6 +253,7 @@ int ixgbe_core_pre_save(IxgbeCore *core);
 int ixgbe_core_post_load(IxgbeCore *core);
 
 /* Interrupt causes raised by the datapath */
+uint32_t ixgbe_ivar_entry(IxgbeCore *core, unsigned queue, bool is_tx);
 void ixgbe_raise_queue_cause(IxgbeCore *core, bool is_tx, unsigned queue);
 void ixgbe_raise_other_cause(IxgbeCore *core, uint32_t cause);
 

@@ -208,6 +208,14 @@ typedef struct IxgbeTxOut {
     bool stamp;                 /* IEEE 1588: stamp the next frame out */
 } IxgbeTxOut;
 
+/* A queue's cause: a queue of a VF's pool interrupts the VF */
+static void ixgbe_queue_cause(IxgbeCore *core, bool is_tx, unsigned q)
+{
+    if (!ixgbe_sriov_queue_cause(core, is_tx, q)) {
+        ixgbe_raise_queue_cause(core, is_tx, q);
+    }
+}
+
 /* One frame on the wire (one segment of a TSO packet) */
 static void ixgbe_tx_out(void *opaque, const struct iovec *iov, int iovcnt,
                          const struct iovec *virt_iov, int virt_iovcnt)
@@ -647,7 +655,7 @@ void ixgbe_tx_kick(IxgbeCore *core, unsigned q)
     }
     if (done_any) {
         /* The interrupt also flushes write-backs below WTHRESH */
-        ixgbe_raise_queue_cause(core, true, q);
+        ixgbe_queue_cause(core, true, q);
     }
 }
 
@@ -1474,7 +1482,7 @@ static IxgbeRxResult ixgbe_rx_deliver(IxgbeCore *core, unsigned q,
     if (res == IXGBE_RX_DELIVERED) {
         trace_ixgbe_rx_frame(q, data.len, info->hash);
         ixgbe_rx_queue_stats(core, q, data.len);
-        ixgbe_raise_queue_cause(core, false, q);
+        ixgbe_queue_cause(core, false, q);
     }
     return res;
 }
@@ -1821,6 +1829,64 @@ static const IxgbeRegDesc ixgbe_datapath_regs[] = {
         ixgbe_write_dmatxctl),
 };
 
+/* ------------------------------------------------------------------ */
+/* The datapath's part in the device's life                           */
+/* ------------------------------------------------------------------ */
+
+static bool ixgbe_ivar_routes(uint32_t ent, int vector)
+{
+    return vector < 0 || ((ent & IXGBE_IVAR_VALID) &&
+                          (ent & IXGBE_IVAR_VECTOR_MASK) == vector);
+}
+
+/*
+ * An interrupt is about to be signalled on vector (-1: the one MSI/INTx
+ * vector): the queues it serves write back the descriptors they hold.
+ */
+static void ixgbe_datapath_before_irq(IxgbeCore *core, int vector)
+{
+    for (unsigned q = 0; q < IXGBE_NUM_QUEUES; q++) {
+        if (core->txq[q].wb_pending &&
+            ixgbe_ivar_routes(ixgbe_ivar_entry(core, q, true), vector)) {
+            ixgbe_tx_flush_writeback(core, q);
+        }
+    }
+    for (unsigned w = 0; w < ARRAY_SIZE(core->rx_wb_map); w++) {
+        uint64_t map = core->rx_wb_map[w];
+
+        while (map) {
+            unsigned q = w * 64 + ctz64(map);
+
+            map &= map - 1;
+            if (ixgbe_ivar_routes(ixgbe_ivar_entry(core, q, false), vector)) {
+                ixgbe_rx_flush_writeback(core, q);
+            }
+        }
+    }
+}
+
+static void ixgbe_datapath_link_change(IxgbeCore *core, bool up)
+{
+    if (up) {
+        ixgbe_rx_kick(core);
+    }
+}
+
+/* Descriptors whose write-back WTHRESH holds are written before a stop */
+static void ixgbe_datapath_vm_stop(IxgbeCore *core)
+{
+    if (ixgbe_core_enter(core, "VM stop", -1, 0)) {
+        ixgbe_rx_flush_all(core, false);
+        ixgbe_core_leave(core);
+    }
+}
+
+/* ...and what was read ahead is dropped: the destination reads it again */
+static void ixgbe_datapath_pre_save(IxgbeCore *core)
+{
+    ixgbe_rx_flush_all(core, true);
+}
+
 const IxgbePart ixgbe_datapath_part = {
     .regs = ixgbe_datapath_regs,
     .nregs = ARRAY_SIZE(ixgbe_datapath_regs),
@@ -1828,4 +1894,8 @@ const IxgbePart ixgbe_datapath_part = {
     .unrealize = ixgbe_datapath_uninit,
     .reset = ixgbe_datapath_reset,
     .post_load = ixgbe_datapath_post_load,
+    .link_change = ixgbe_datapath_link_change,
+    .before_irq = ixgbe_datapath_before_irq,
+    .vm_stop = ixgbe_datapath_vm_stop,
+    .pre_save = ixgbe_datapath_pre_save,
 };

@@ -553,7 +553,7 @@ static void ixgbe_sfp_write_esdp(IxgbeCore *core, hwaddr addr, uint32_t val,
  * a backplane always has; an SFP+ port needs a module and, for an optic,
  * its transmitter on (a passive cable has none to switch off).
  */
-bool ixgbe_sfp_link_ok(IxgbeCore *core)
+static bool ixgbe_sfp_link_ok(IxgbeCore *core)
 {
     IxgbeSfp *sfp = &core->sfp;
 
@@ -667,7 +667,7 @@ static void ee_put_seq(uint16_t *ee, unsigned at, const uint16_t *seq,
  * list of init sequences per module type, which setup_sfp() looks up.
  * Both lie outside the checksummed sections.
  */
-void ixgbe_sfp_build_eeprom(IxgbeCore *core)
+static void ixgbe_sfp_build_eeprom(IxgbeCore *core)
 {
     uint16_t *ee = core->eeprom;
     static const uint16_t list[] = {
@@ -747,6 +747,8 @@ static const IxgbeRegDesc ixgbe_sfp_regs[] = {
 };
 
 const IxgbePart ixgbe_sfp_part = {
+    .eeprom = ixgbe_sfp_build_eeprom,
+    .link_ok = ixgbe_sfp_link_ok,
     .regs = ixgbe_sfp_regs,
     .nregs = ARRAY_SIZE(ixgbe_sfp_regs),
     .reset = ixgbe_sfp_reset,

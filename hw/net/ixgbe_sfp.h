@@ -74,8 +74,6 @@ void ixgbe_sfp_init(IxgbeCore *core, IxgbeMedia media, IxgbeSfpType type);
 void ixgbe_sfp_change_module(IxgbeCore *core, IxgbeSfpType type);
 
 /* Reset, EEPROM image, link */
-void ixgbe_sfp_build_eeprom(IxgbeCore *core);
-bool ixgbe_sfp_link_ok(IxgbeCore *core);
 
 /* The module's memory as the I2C bus reads it (qtests, ethtool -m) */
 uint8_t ixgbe_sfp_byte(IxgbeCore *core, uint8_t dev, uint8_t offset);
