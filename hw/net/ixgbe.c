@@ -196,7 +196,11 @@ static ssize_t ixgbe_nc_receive_iov(NetClientState *nc,
 {
     IxgbeState *s = qemu_get_nic_opaque(nc);
 
-    return ixgbe_rx_receive(&s->core, iov, iovcnt, false);
+    ssize_t ret = ixgbe_rx_receive(&s->core, iov, iovcnt, false);
+
+    /* A frame the backend keeps until a tail write makes room for it */
+    ixgbe_coalesce_rx_wait(&s->core, ret == 0);
+    return ret;
 }
 
 static ssize_t ixgbe_nc_receive(NetClientState *nc, const uint8_t *buf,

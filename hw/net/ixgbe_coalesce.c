@@ -38,7 +38,6 @@
 #include "net/net.h"
 #include "hw/pci/pci_device.h"
 #include "ixgbe_core.h"
-#include "ixgbe_datapath.h"
 #include "ixgbe_sriov.h"
 #include "ixgbe_coalesce.h"
 #include "trace.h"

@@ -78,6 +78,16 @@ uint32_t ixgbe_ivar_entry(IxgbeCore *core, unsigned queue, bool is_tx)
                            queue, is_tx);
 }
 
+/* Each part is told before a VF's interrupt for queue is signalled */
+void ixgbe_before_queue_irq(IxgbeCore *core, unsigned queue)
+{
+    for (unsigned i = 0; i < core->nparts; i++) {
+        if (core->parts[i]->before_queue_irq) {
+            core->parts[i]->before_queue_irq(core, queue);
+        }
+    }
+}
+
 /* Each part is told before an interrupt is signalled on vector */
 static void ixgbe_before_irq(IxgbeCore *core, int vector)
 {

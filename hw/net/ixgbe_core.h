@@ -146,6 +146,8 @@ typedef struct IxgbePart {
     void (*link_change)(IxgbeCore *core, bool up);
     /* An interrupt is about to be signalled on vector (-1: MSI/INTx) */
     void (*before_irq)(IxgbeCore *core, int vector);
+    /* ...or one of a VF, for queue among others */
+    void (*before_queue_irq)(IxgbeCore *core, unsigned queue);
     /* The VM stops; called outside the re-entrancy domain */
     void (*vm_stop)(IxgbeCore *core);
     /* The state is about to be saved; inside the domain */
@@ -254,6 +256,7 @@ int ixgbe_core_post_load(IxgbeCore *core);
 
 /* Interrupt causes raised by the datapath */
 uint32_t ixgbe_ivar_entry(IxgbeCore *core, unsigned queue, bool is_tx);
+void ixgbe_before_queue_irq(IxgbeCore *core, unsigned queue);
 void ixgbe_raise_queue_cause(IxgbeCore *core, bool is_tx, unsigned queue);
 void ixgbe_raise_other_cause(IxgbeCore *core, uint32_t cause);
 

@@ -216,6 +216,9 @@ static void ixgbe_queue_cause(IxgbeCore *core, bool is_tx, unsigned q)
     }
 }
 
+static bool ixgbe_rx_switched(IxgbeCore *core, const struct iovec *iov,
+                              int iovcnt, unsigned src_pool);
+
 /* One frame on the wire (one segment of a TSO packet) */
 static void ixgbe_tx_out(void *opaque, const struct iovec *iov, int iovcnt,
                          const struct iovec *virt_iov, int virt_iovcnt)
@@ -224,13 +227,17 @@ static void ixgbe_tx_out(void *opaque, const struct iovec *iov, int iovcnt,
     IxgbeCore *core = out->core;
     IxgbeVtTx to = IXGBE_VT_TX_WIRE;
     size_t len = iov_size(iov, iovcnt);
+    int switch_pool;
 
     trace_ixgbe_tx_frame(out->queue, len);
     /* Pools: gating, anti-spoofing and the internal switch */
     if (!out->loopback && ixgbe_vt_active(core)) {
-        to = ixgbe_vt_tx(core, out->queue, iov, iovcnt);
+        to = ixgbe_vt_tx(core, out->queue, iov, iovcnt, &switch_pool);
         if (to == IXGBE_VT_TX_DROP) {
             return;
+        }
+        if (switch_pool >= 0) {
+            ixgbe_rx_switched(core, iov, iovcnt, switch_pool);
         }
     }
     ixgbe_tx_stats(core, out->queue, iov, iovcnt, len);
@@ -1631,15 +1638,13 @@ ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
                          int iovcnt, bool loopback)
 {
     bool local;
-    ssize_t ret = ixgbe_rx_frame(core, iov, iovcnt, loopback, -1, &local);
 
-    ixgbe_coalesce_rx_wait(core, ret == 0);
-    return ret;
+    return ixgbe_rx_frame(core, iov, iovcnt, loopback, -1, &local);
 }
 
 /* The internal switch: true if a unicast frame stayed local */
-bool ixgbe_rx_switched(IxgbeCore *core, const struct iovec *iov, int iovcnt,
-                       unsigned src_pool)
+static bool ixgbe_rx_switched(IxgbeCore *core, const struct iovec *iov,
+                              int iovcnt, unsigned src_pool)
 {
     bool local;
 
@@ -1896,6 +1901,7 @@ const IxgbePart ixgbe_datapath_part = {
     .post_load = ixgbe_datapath_post_load,
     .link_change = ixgbe_datapath_link_change,
     .before_irq = ixgbe_datapath_before_irq,
+    .before_queue_irq = ixgbe_tx_flush_writeback,
     .vm_stop = ixgbe_datapath_vm_stop,
     .pre_save = ixgbe_datapath_pre_save,
 };

@@ -22,9 +22,6 @@ bool ixgbe_rx_can_receive(IxgbeCore *core);
 void ixgbe_rx_kick(IxgbeCore *core);
 ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
                          int iovcnt, bool loopback);
-/* A frame the internal switch passes on from pool src_pool */
-bool ixgbe_rx_switched(IxgbeCore *core, const struct iovec *iov, int iovcnt,
-                       unsigned src_pool);
 
 /* The datapath as a part of the device (IxgbePart, ixgbe_core.h) */
 extern const IxgbePart ixgbe_datapath_part;

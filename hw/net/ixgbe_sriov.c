@@ -25,7 +25,6 @@
 #include "hw/pci/pcie_sriov.h"
 #include "hw/pci/msix.h"
 #include "ixgbe_core.h"
-#include "ixgbe_datapath.h"
 #include "ixgbe_sriov.h"
 #include "trace.h"
 
@@ -127,7 +126,7 @@ static void ixgbe_vf_fire(IxgbeCore *core, unsigned vfn, uint32_t bits)
 
             if (q >= 0 && (ent & IXGBE_IVAR_VALID) &&
                 (ent & IXGBE_VF_IVAR_VECTOR_MASK) == v) {
-                ixgbe_tx_flush_writeback(core, q);
+                ixgbe_before_queue_irq(core, q);
             }
         }
         vf->eicr &= ~(vf->eiac & BIT(v));

@@ -46,7 +46,6 @@
 #include "net/net.h"
 #include "net/eth.h"
 #include "ixgbe_core.h"
-#include "ixgbe_datapath.h"
 #include "ixgbe_vt.h"
 #include "trace.h"
 
@@ -342,10 +341,11 @@ static bool ixgbe_vt_spoofed(IxgbeCore *core, unsigned pool,
 
 /*
  * One frame sent from transmit queue q: gate, anti-spoofing, counters,
- * and the internal switch.
+ * and the internal switch: *switch_pool is the pool whose frame the
+ * switch offers to the local pools (ixgbe_rx_switched), or -1.
  */
 IxgbeVtTx ixgbe_vt_tx(IxgbeCore *core, unsigned q, const struct iovec *iov,
-                      int iovcnt)
+                      int iovcnt, int *switch_pool)
 {
     unsigned pool = q / ixgbe_vt_tx_qpp(core);
     size_t len = iov_size(iov, iovcnt);
@@ -353,6 +353,7 @@ IxgbeVtTx ixgbe_vt_tx(IxgbeCore *core, unsigned q, const struct iovec *iov,
     bool local;
     int rar;
 
+    *switch_pool = -1;
     iov_to_buf(iov, iovcnt, 0, hdr, sizeof(hdr));
     if (pool >= IXGBE_MAX_POOLS ||
         !(ixgbe_vt_bits64(core, IXGBE_VFTE(0), IXGBE_VFTE(1)) &
@@ -387,7 +388,7 @@ IxgbeVtTx ixgbe_vt_tx(IxgbeCore *core, unsigned q, const struct iovec *iov,
      */
     rar = is_multicast_ether_addr(hdr) ? -1 : ixgbe_vt_rar_match(core, hdr);
     local = rar >= 0 && ixgbe_vt_rar_pools(core, rar);
-    ixgbe_rx_switched(core, iov, iovcnt, pool);
+    *switch_pool = pool;
     return local ? IXGBE_VT_TX_LOCAL : IXGBE_VT_TX_WIRE;
 }
 

@@ -49,7 +49,7 @@ void ixgbe_vt_rx_count(IxgbeCore *core, unsigned pool, size_t len,
 bool ixgbe_vt_tx_vlan(IxgbeCore *core, unsigned queue, bool vle,
                       uint16_t *tag);
 IxgbeVtTx ixgbe_vt_tx(IxgbeCore *core, unsigned queue,
-                      const struct iovec *iov, int iovcnt);
+                      const struct iovec *iov, int iovcnt, int *switch_pool);
 bool ixgbe_vt_queue_drop(IxgbeCore *core, unsigned queue);
 
 /* The pools as a part of the device (IxgbePart, ixgbe_core.h) */
