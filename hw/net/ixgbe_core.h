@@ -12,6 +12,7 @@
 #include "qemu/timer.h"
 #include "qemu/bitmap.h"
 #include "hw/qdev-core.h"
+#include "hw/pci/pcie_sriov.h"
 #include "ixgbe_regs.h"
 #include "ixgbe_sfp.h"
 #include "ixgbe_coalesce.h"
@@ -270,6 +271,12 @@ static inline hwaddr ixgbe_rxq_reg(unsigned queue, hwaddr reg)
 static inline hwaddr ixgbe_txq_reg(unsigned queue, hwaddr reg)
 {
     return IXGBE_TXQ_BASE + queue * IXGBE_TXQ_STRIDE + reg;
+}
+
+/* Whether the PF has VFs enabled (SR-IOV capability, VF Enable) */
+static inline bool ixgbe_vfs_enabled(IxgbeCore *core)
+{
+    return pcie_sriov_num_vfs(core->owner) != 0;
 }
 
 /* The register at addr: ixgbe_reg() to update it, ixgbe_get() to read it */

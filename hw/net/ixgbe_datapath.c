@@ -52,6 +52,28 @@
 #define IXGBE_TX_PLAIN_MAX      16384
 
 /* Add to a 64-bit counter kept as low/high register pair */
+/*
+ * The PCI function whose DMA a queue does: the PF's own, or a VF's when
+ * the queue belongs to a VF's pool.  A PF without VFs goes no further.
+ */
+static PCIDevice *ixgbe_dma_dev(IxgbeCore *core, unsigned q)
+{
+    return ixgbe_vfs_enabled(core) ? ixgbe_queue_dma_dev(core, q)
+                                   : core->owner;
+}
+
+/* Whether a queue belongs to a VF's pool */
+static bool ixgbe_vf_queue(IxgbeCore *core, unsigned q)
+{
+    unsigned qpp;
+
+    if (!ixgbe_vfs_enabled(core)) {
+        return false;
+    }
+    qpp = ixgbe_sriov_queues_per_pool(core);
+    return qpp && q / qpp < ixgbe_sriov_num_vfs(core);
+}
+
 static void ixgbe_stat64_add(IxgbeCore *core, hwaddr lo, uint64_t n)
 {
     uint64_t v = ixgbe_get(core, lo) |
@@ -154,11 +176,11 @@ static bool ixgbe_ring_fetch(IxgbeCore *core, const IxgbeRing *r, void *descs,
     uint32_t first = MIN(cnt, r->n - *r->head);
     uint8_t *buf = descs;
 
-    if (pci_dma_read(ixgbe_queue_dma_dev(core, r->queue),
+    if (pci_dma_read(ixgbe_dma_dev(core, r->queue),
                      ixgbe_ring_desc_addr(r, *r->head), buf,
                      (size_t)first * IXGBE_DESC_SIZE) != MEMTX_OK ||
         (cnt > first &&
-         pci_dma_read(ixgbe_queue_dma_dev(core, r->queue), r->base,
+         pci_dma_read(ixgbe_dma_dev(core, r->queue), r->base,
                       buf + first * IXGBE_DESC_SIZE,
                       (size_t)(cnt - first) * IXGBE_DESC_SIZE) != MEMTX_OK)) {
         qemu_log_mask(LOG_GUEST_ERROR,
@@ -211,7 +233,8 @@ typedef struct IxgbeTxOut {
 /* A queue's cause: a queue of a VF's pool interrupts the VF */
 static void ixgbe_queue_cause(IxgbeCore *core, bool is_tx, unsigned q)
 {
-    if (!ixgbe_sriov_queue_cause(core, is_tx, q)) {
+    if (!ixgbe_vfs_enabled(core) ||
+        !ixgbe_sriov_queue_cause(core, is_tx, q)) {
         ixgbe_raise_queue_cause(core, is_tx, q);
     }
 }
@@ -354,7 +377,7 @@ static bool ixgbe_tx_offloads(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq,
 static bool ixgbe_tx_map(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq,
                          uint64_t total)
 {
-    AddressSpace *as = pci_get_address_space(ixgbe_queue_dma_dev(core, q));
+    AddressSpace *as = pci_get_address_space(ixgbe_dma_dev(core, q));
 
     if (total > IXGBE_TX_MAX_PACKET) {
         qemu_log_mask(LOG_GUEST_ERROR,
@@ -373,7 +396,7 @@ static bool ixgbe_tx_map(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq,
         if (!dma_memory_valid(as, addr, len, DMA_DIRECTION_TO_DEVICE,
                               MEMTXATTRS_UNSPECIFIED) ||
             !net_tx_pkt_add_raw_fragment_pci(core->tx_pkt,
-                                             ixgbe_queue_dma_dev(core, q),
+                                             ixgbe_dma_dev(core, q),
                                              addr, len)) {
             qemu_log_mask(LOG_GUEST_ERROR,
                           "ixgbe: txq %u: buffer 0x%" PRIx64 "+%u not mapped, "
@@ -392,7 +415,7 @@ static bool ixgbe_tx_map(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq,
 static void ixgbe_tx_send_plain(IxgbeCore *core, unsigned q,
                                 IxgbeTxQueue *txq, IxgbeTxOut *out)
 {
-    PCIDevice *dev = ixgbe_queue_dma_dev(core, q);
+    PCIDevice *dev = ixgbe_dma_dev(core, q);
     struct iovec iov = { .iov_base = core->tx_buf, .iov_len = 0 };
     uint32_t n = MIN(txq->nfrags, IXGBE_MAX_TX_FRAGS);
 
@@ -440,7 +463,7 @@ static void ixgbe_tx_send_pkt(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq,
         }
     }
     net_tx_pkt_reset(pkt, net_tx_pkt_unmap_frag_pci,
-                     ixgbe_queue_dma_dev(core, q));
+                     ixgbe_dma_dev(core, q));
 }
 
 static void ixgbe_tx_send(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq)
@@ -539,7 +562,7 @@ static void ixgbe_tx_set_dd(IxgbeCore *core, const IxgbeRing *r, uint32_t idx)
 {
     uint8_t sta = IXGBE_TXD_STA_DD;
 
-    pci_dma_write(ixgbe_queue_dma_dev(core, r->queue),
+    pci_dma_write(ixgbe_dma_dev(core, r->queue),
                   ixgbe_ring_desc_addr(r, idx) +
                   offsetof(IxgbeTxDesc, olinfo_status), &sta, 1);
 }
@@ -554,7 +577,7 @@ static void ixgbe_tx_set_dd(IxgbeCore *core, const IxgbeRing *r, uint32_t idx)
 static void ixgbe_tx_set_dd_run(IxgbeCore *core, const IxgbeRing *r,
                                 uint32_t idx, uint32_t cnt)
 {
-    PCIDevice *dev = ixgbe_queue_dma_dev(core, r->queue);
+    PCIDevice *dev = ixgbe_dma_dev(core, r->queue);
     IxgbeTxDesc descs[IXGBE_TX_BURST];
 
     while (cnt) {
@@ -591,7 +614,7 @@ static bool ixgbe_tx_head_wb(IxgbeCore *core, unsigned q)
             << 32) |
            (lo & ~3u);
     head = cpu_to_le32(ixgbe_get(core, ixgbe_txq_reg(q, IXGBE_TXQ_TDH)));
-    pci_dma_write(ixgbe_queue_dma_dev(core, q), addr, &head, sizeof(head));
+    pci_dma_write(ixgbe_dma_dev(core, q), addr, &head, sizeof(head));
     return true;
 }
 
@@ -1045,7 +1068,7 @@ static MemTxResult ixgbe_rx_dma_write(IxgbeCore *core, unsigned q,
                                       uint64_t addr, const void *buf,
                                       size_t len)
 {
-    return pci_dma_write(ixgbe_queue_dma_dev(core, q), addr, buf, len);
+    return pci_dma_write(ixgbe_dma_dev(core, q), addr, buf, len);
 }
 
 typedef struct IxgbeRxDmaIov {
@@ -1179,7 +1202,7 @@ static MemTxResult ixgbe_rx_data_write(IxgbeCore *core, unsigned q,
 static MemTxResult ixgbe_rx_dma_read(IxgbeCore *core, unsigned q,
                                      uint64_t addr, void *buf, size_t len)
 {
-    return pci_dma_read(ixgbe_queue_dma_dev(core, q), addr, buf, len);
+    return pci_dma_read(ixgbe_dma_dev(core, q), addr, buf, len);
 }
 
 /* Write cnt descriptors to ring entries idx... of queue q's cached ring */
@@ -1360,13 +1383,11 @@ static void ixgbe_rx_complete(IxgbeCore *core, unsigned q, uint32_t idx,
     uint32_t rxdctl = ixgbe_get(core, ixgbe_rxq_reg(q, IXGBE_RXQ_RXDCTL));
     uint32_t wthresh = (rxdctl >> IXGBE_RXDCTL_WTHRESH_SHIFT) &
                        IXGBE_RXDCTL_THRESH_MASK;
-    unsigned qpp = ixgbe_sriov_queues_per_pool(core);
     IxgbeRxQueue *rxq = &core->rxq[q];
     uint8_t ivar = ixgbe_ivar_byte(ixgbe_get(core, IXGBE_IVAR(q / 2)), q,
                                    false);
 
-    if (!wthresh || !(ivar & IXGBE_IVAR_VALID) ||
-        (qpp && q / qpp < ixgbe_sriov_num_vfs(core))) {
+    if (!wthresh || !(ivar & IXGBE_IVAR_VALID) || ixgbe_vf_queue(core, q)) {
         /* Write back at once, after what was held */
         ixgbe_rx_flush_writeback(core, q);
         ixgbe_rx_desc_write(core, q, idx, descs, cnt);
