@@ -130,6 +130,11 @@ class NetbootVM(VM):
     order).
     """
 
+    # A network boot that stops before the agent is the firmware's or the
+    # ROM's doing (the negative controls stop there on purpose): one boot,
+    # no second try.
+    boot_attempts = 1
+
     def __init__(
         self,
         image: GuestImage,
