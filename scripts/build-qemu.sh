@@ -83,9 +83,11 @@ LINK_GLOBS=(
     'tests/unit/test-ixgbe*.c'
 )
 
-# Debian's firmware directories (packages seabios, qemu-system-data,
-# ipxe-qemu), searched by the binary before its own data directory.
-FIRMWARE_DIRS=(/usr/share/qemu /usr/share/seabios /usr/lib/ipxe/qemu)
+# The firmware path, searched by the binary before its own data directory:
+# the project's committed boot ROMs (pc-bios/efi-ixgbe-*.rom, the devices'
+# default romfile), then Debian's firmware directories (packages seabios,
+# qemu-system-data, ipxe-qemu).
+FIRMWARE_DIRS=("$REPO_ROOT/pc-bios" /usr/share/qemu /usr/share/seabios /usr/lib/ipxe/qemu)
 
 CONFIGURE_ARGS=(
     --target-list=x86_64-softmmu
@@ -102,8 +104,9 @@ CONFIGURE_ARGS=(
     --disable-xen
     --disable-rust
     --disable-install-blobs
-    # No firmware is built here: use Debian's (seabios, qemu-system-data,
-    # ipxe-qemu), so the binary runs without -L (qtests need this too).
+    # No firmware is built here: use the committed ixgbe ROMs and Debian's
+    # (seabios, qemu-system-data, ipxe-qemu), so the binary runs without -L
+    # (qtests need this too).
     --firmwarepath="$(IFS=:; echo "${FIRMWARE_DIRS[*]}")"
     --with-pkgversion=qemu-ixgbe
     --python="$VENV_PYTHON"
@@ -309,7 +312,7 @@ if [[ "$want_conf" != "$have_conf" || ! -f "$QBUILD_DIR/build.ninja" ]]; then
 fi
 
 # Run from the build tree, QEMU looks for its firmware directories below
-# qemu-build/qemu-bundle (its relocatable layout); point them at Debian's.
+# qemu-build/qemu-bundle (its relocatable layout); point them at the real ones.
 for d in "${FIRMWARE_DIRS[@]}"; do
     [[ -d "$d" ]] || warn "firmware directory $d is missing (run scripts/deps.sh)"
     mkdir -p "$QBUILD_DIR/qemu-bundle$(dirname "$d")"

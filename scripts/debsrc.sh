@@ -2,8 +2,7 @@
 # Download a Debian source package (its .dsc and every file it lists) with
 # apt-get through a PRIVATE sources list and state directory (lib.sh's
 # apt_state_*), so the host's apt configuration is never touched. Used by
-# scripts/fetch-qemu.sh (qemu) and scripts/build-ipxe.sh (ipxe). Source it
-# after lib.sh; do not run it.
+# scripts/fetch-qemu.sh (qemu). Source it after lib.sh; do not run it.
 #
 #   debsrc_download PKG "VERSIONS" "SUITES" DL_DIR APT_DIR
 #

@@ -95,7 +95,7 @@ fetch_user_tree() {
 }
 
 # --------------------------------------------------------- Debian source ---
-# (download helpers shared with scripts/build-ipxe.sh: scripts/debsrc.sh)
+# (download helpers: scripts/debsrc.sh)
 
 fetch_debian() {
     local spec_ident chosen first_pat ident new

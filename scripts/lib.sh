@@ -74,7 +74,7 @@ hash_files() {
 # sources list, package lists, cache and (empty) dpkg status, so that the
 # host's apt configuration and lists are never used or touched. Shared by
 # scripts/guest-apt.sh (build-guest.sh, oot-module.sh), scripts/build-rootfs.sh
-# and scripts/debsrc.sh (fetch-qemu.sh, build-ipxe.sh); each writes its own
+# and scripts/debsrc.sh (fetch-qemu.sh); each writes its own
 # sources.
 #
 #   mapfile -t opts < <(apt_state_opts DIR)    the options; then apt-get "${opts[@]}" ...

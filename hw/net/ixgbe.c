@@ -47,6 +47,8 @@ typedef struct IxgbeVariant {
     const char *desc;
     uint16_t device_id;
     IxgbeMedia media;
+    /* iPXE boot ROM (BIOS + UEFI) whose PCI header names device_id */
+    const char *romfile;
 } IxgbeVariant;
 
 struct IxgbeClass {
@@ -98,6 +100,7 @@ static const IxgbeVariant ixgbe_kr = {
     .desc = "Intel 82599 10 Gigabit Ethernet Controller (10GBASE-KR)",
     .device_id = IXGBE_DEV_ID_82599_KR,
     .media = IXGBE_MEDIA_KR,
+    .romfile = "efi-ixgbe-1517.rom",
 };
 
 static const IxgbeVariant ixgbe_combo = {
@@ -105,12 +108,14 @@ static const IxgbeVariant ixgbe_combo = {
             "(KX4/KX/KR backplane)",
     .device_id = IXGBE_DEV_ID_82599_COMBO_BACKPLANE,
     .media = IXGBE_MEDIA_KX4_KX_KR,
+    .romfile = "efi-ixgbe-10f8.rom",
 };
 
 static const IxgbeVariant ixgbe_sfp = {
     .desc = "Intel 82599 10 Gigabit Ethernet Controller (SFP+, X520)",
     .device_id = IXGBE_DEV_ID_82599_SFP,
     .media = IXGBE_MEDIA_SFP,
+    .romfile = "efi-ixgbe-10fb.rom",
 };
 
 IxgbeCore *ixgbe_pf_core(PCIDevice *pf)
@@ -792,6 +797,7 @@ static void ixgbe_variant_class_init(ObjectClass *klass, void *data)
 
     ic->variant = v;
     c->device_id = v->device_id;
+    c->romfile = v->romfile;
     dc->desc = v->desc;
     if (v->media == IXGBE_MEDIA_SFP) {
         object_class_property_add_str(klass, "sfp", ixgbe_get_sfp,

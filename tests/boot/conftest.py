@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from ixgbe_testlib.errors import HarnessError
-from ixgbe_testlib.host import KERNELS, GuestImage, build_dir
+from ixgbe_testlib.host import KERNELS, GuestImage
 from ixgbe_testlib.pytest_plugin import vm_factory
 from netboot import BootRoms, NetbootFactory, NetbootVM, find_ovmf, load_boot_roms
 
@@ -25,30 +25,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="6.12",
         help="guest kernel image served over TFTP (built by scripts/build-guest.sh KERNEL)",
     )
-    group.addoption(
-        "--ipxe-dir",
-        default=None,
-        help="boot ROMs made by scripts/build-ipxe.sh (default: $BUILD_DIR/ipxe)",
-    )
-
-
-def rom_dir(config: pytest.Config) -> Path:
-    opt = config.getoption("--ipxe-dir")
-    return Path(opt).resolve() if opt else build_dir() / "ipxe"
 
 
 @pytest.fixture(scope="session")
-def boot_roms(pytestconfig: pytest.Config) -> BootRoms:
-    """The ROMs; a skip naming the reason when scripts/build-ipxe.sh could not
-    get iPXE's source (--allow-unavailable), a failure when they are missing."""
-    d = rom_dir(pytestconfig)
-    unavailable = d / "UNAVAILABLE"
-    if unavailable.is_file():
-        pytest.skip(f"no boot ROMs: {unavailable.read_text().strip()}")
+def boot_roms() -> BootRoms:
+    """The committed ROMs (pc-bios/): a failure, never a skip, when they are missing."""
     try:
-        return load_boot_roms(d)
+        return load_boot_roms()
     except (OSError, HarnessError) as exc:
-        pytest.fail(f"boot ROMs missing in {d} (run scripts/build-ipxe.sh): {exc}", pytrace=False)
+        pytest.fail(f"boot ROMs missing (scripts/build-ipxe.sh --install): {exc}", pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -79,13 +64,12 @@ def ovmf() -> tuple[Path, Path]:
 def make_netboot_vm(
     request: pytest.FixtureRequest, boot_roms: BootRoms, image: GuestImage, qemu: Path, log_root: Path
 ) -> Iterator[NetbootFactory]:
-    """make_netboot_vm(name, firmware=, machine=, romfile=) -> NetbootVM, not
-    started (start() returns once the guest agent answers, else raises
-    GuestError). ROMs are found by name in boot_roms' directory (-L)."""
+    """make_netboot_vm(name, firmware=, machine=, model=, romfile=) ->
+    NetbootVM, not started (start() returns once the guest agent answers,
+    else raises GuestError). QEMU finds the ROMs itself (its firmware path)."""
 
     def new(**kwargs: Any) -> NetbootVM:
-        return NetbootVM(image, qemu=qemu, rom_dirs=[boot_roms.directory], uefi_nbp=boot_roms.uefi_nbp,
-                         **kwargs)  # fmt: skip
+        return NetbootVM(image, qemu=qemu, uefi_nbp=boot_roms.uefi_nbp, **kwargs)
 
     yield from vm_factory(request, log_root, new)
 
@@ -99,7 +83,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Exit 77 (meson's SKIP) when tests ran but every one was skipped, e.g.
-    for want of boot ROMs: the run then counts as skipped, not passed."""
+    """Exit 77 (meson's SKIP) when tests ran but every one was skipped (e.g.
+    a QEMU without -device ixgbe): the run then counts as skipped, not passed."""
     if exitstatus == 0 and session.testscollected and not _passed:
         session.exitstatus = 77

@@ -2,8 +2,9 @@
 
 A `NetbootVM` is the guest harness's `VM` (ixgbe_testlib.vm) without
 direct kernel boot: the firmware (SeaBIOS, or OVMF for UEFI) boots from the
-NIC, whose option ROM is iPXE (scripts/build-ipxe.sh), over QEMU's user
-network. Its TFTP directory (in the VM's log directory) serves
+NIC, whose option ROM is the committed iPXE ROM (pc-bios/, the device's
+default romfile; scripts/build-ipxe.sh), over QEMU's user network. Its TFTP
+directory (in the VM's log directory) serves
 
 - `boot.ipxe`, an iPXE script that prints what iPXE knows of the NIC and
   loads the guest image's kernel and initramfs with the harness's kernel
@@ -27,7 +28,7 @@ import dataclasses
 import re
 import shutil
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 from ixgbe_testlib.errors import HarnessError
@@ -37,6 +38,11 @@ from ixgbe_testlib.vm import VM
 VENDOR = 0x8086
 # iPXE's name (the intelx driver's table) of each device ID the project presents
 IPXE_CHIP = {0x1517: "82599-kr", 0x10FB: "82599-sfp", 0x10F8: "82599-combo-backplane"}
+# the device type that presents each of them
+DEVICE_IDS = {"ixgbe": 0x1517, "ixgbe-sfp": 0x10FB, "ixgbe-combo": 0x10F8}
+# the committed ROMs (scripts/build-ipxe.sh), in the built QEMU's firmware path
+ROM_DIR = Path(__file__).resolve().parents[2] / "pc-bios"
+MANIFEST_NAME = "ixgbe-roms.manifest"
 MAC = "52:54:00:12:34:56"
 GUEST_IP = "10.0.2.15"
 HOST_IP = "10.0.2.2"
@@ -68,62 +74,8 @@ def busid(device_id: int) -> str:
 
 # ---------------------------------------------------------------- the ROMs
 @dataclasses.dataclass(frozen=True)
-class RomImage:
-    """One image of a PCI expansion ROM (PCI Firmware spec 3.0, 5.1)."""
-
-    offset: int
-    length: int
-    vendor: int
-    device: int
-    class_code: int
-    revision: int  # PCI data structure revision
-    code_type: int  # 0 x86 legacy, 3 EFI
-    last: bool
-    checksum_ok: bool
-    # EFI images only
-    efi_subsystem: int | None = None
-    efi_machine: int | None = None
-    efi_compressed: bool | None = None
-
-
-def parse_rom(data: bytes) -> list[RomImage]:
-    """The images of a PCI option ROM file, in order; ValueError if malformed."""
-    images: list[RomImage] = []
-    off = 0
-    while True:
-        if off + 0x1A > len(data) or data[off : off + 2] != b"\x55\xaa":
-            raise ValueError(f"no ROM signature 55 AA at {off:#x}")
-        pcir = off + struct.unpack_from("<H", data, off + 0x18)[0]
-        if pcir + 0x18 > len(data) or data[pcir : pcir + 4] != b"PCIR":
-            raise ValueError(f"no PCI data structure for the image at {off:#x}")
-        vendor, device = struct.unpack_from("<HH", data, pcir + 4)
-        revision = data[pcir + 0xC]
-        class_code = int.from_bytes(data[pcir + 0xD : pcir + 0x10], "little")
-        length = struct.unpack_from("<H", data, pcir + 0x10)[0] * 512
-        code_type, indicator = data[pcir + 0x14], data[pcir + 0x15]
-        if length == 0 or off + length > len(data):
-            raise ValueError(f"image at {off:#x}: length {length} runs past the file ({len(data)})")
-        subsystem = machine = None
-        compressed = None
-        if code_type == 3:
-            sig, subsystem, machine, compression = struct.unpack_from("<IHHH", data, off + 4)
-            if sig != 0x0EF1:
-                raise ValueError(f"EFI image at {off:#x} without the EFI signature (got {sig:#x})")
-            compressed = compression == 1
-        # The bytes of an image (its declared length) sum to zero.
-        checksum_ok = sum(data[off : off + length]) % 256 == 0
-        images.append(
-            RomImage(off, length, vendor, device, class_code, revision, code_type,
-                     bool(indicator & 0x80), checksum_ok, subsystem, machine, compressed)
-        )  # fmt: skip
-        if indicator & 0x80:
-            return images
-        off += length
-
-
-@dataclasses.dataclass(frozen=True)
 class BootRoms:
-    """What scripts/build-ipxe.sh made ($BUILD_DIR/ipxe, manifest.txt)."""
+    """The committed boot ROMs (pc-bios/, listed in its manifest)."""
 
     directory: Path
     roms: dict[int, Path]  # device id -> ROM file
@@ -140,8 +92,8 @@ class BootRoms:
             ) from None
 
 
-def load_boot_roms(directory: Path) -> BootRoms:
-    manifest = directory / "manifest.txt"
+def load_boot_roms(directory: Path = ROM_DIR) -> BootRoms:
+    manifest = directory / MANIFEST_NAME
     text = manifest.read_text()
     roms: dict[int, Path] = {}
     nbp: Path | None = None
@@ -172,11 +124,16 @@ class NetbootVM(VM):
     """The test guest, booted from the network through the NIC's option ROM.
 
     `model`: the NIC's device type. `romfile`: its romfile property ("" =
-    no ROM; None = the device's default); it is looked up like QEMU's own
-    ROMs, in the data directories, with `rom_dirs` added by -L. `firmware`:
+    no ROM; None = not on the command line: the device's default, found in
+    the built QEMU's firmware path like QEMU's own ROMs). `firmware`:
     "bios" (SeaBIOS, `-boot n`) or "uefi" (OVMF, the NIC first in the boot
     order).
     """
+
+    # A network boot that stops before the agent is the firmware's or the
+    # ROM's doing (the negative controls stop there on purpose): one boot,
+    # no second try.
+    boot_attempts = 1
 
     def __init__(
         self,
@@ -186,9 +143,8 @@ class NetbootVM(VM):
         log_dir: Path,
         firmware: str,
         machine: str,
-        romfile: str | None,
+        romfile: str | None = None,
         model: str = "ixgbe",
-        rom_dirs: Sequence[Path] = (),
         uefi_nbp: Path | None = None,
         qemu: Path | None = None,
         boot_timeout: float = 240.0,
@@ -204,7 +160,6 @@ class NetbootVM(VM):
         self.machine = machine
         self.romfile = romfile
         self.model = model
-        self.rom_dirs = list(rom_dirs)
         self.tftp_dir = self.log_dir / "tftp"
         self._uefi_nbp = uefi_nbp
         self._prepare()
@@ -282,8 +237,6 @@ class NetbootVM(VM):
                 continue
             argv.append(arg)
             i += 1
-        for d in self.rom_dirs:
-            argv += ["-L", str(d)]
         return argv + self.firmware_args() + self.nic_args()
 
     def console(self) -> str:
@@ -295,5 +248,5 @@ class NetbootVM(VM):
             return ""
 
 
-# make_netboot_vm(name, firmware=..., machine=..., romfile=...) -> NetbootVM, not started
+# make_netboot_vm(name, firmware=..., machine=..., model=..., romfile=...) -> NetbootVM, not started
 NetbootFactory = Callable[..., NetbootVM]

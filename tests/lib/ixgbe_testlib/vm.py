@@ -240,6 +240,9 @@ class VM:
     """One QEMU process with the test guest. Use as a context manager, or
     call start() and shutdown() (shutdown always kills QEMU)."""
 
+    # how often start() boots when the guest hangs before a NIC driver loads
+    boot_attempts = BOOT_ATTEMPTS
+
     def __init__(
         self,
         image: GuestImage,
@@ -358,11 +361,11 @@ class VM:
         if self._proc is not None:
             raise HarnessError(f"VM {self.name} already started")
         accel = self.accel or choose_accel(self.image, self.qemu, self.log_dir.parent)
-        for attempt in range(1, BOOT_ATTEMPTS + 1):
+        for attempt in range(1, self.boot_attempts + 1):
             try:
                 return self._launch(accel)
             except _EarlyBootHang as exc:
-                if attempt == BOOT_ATTEMPTS:
+                if attempt == self.boot_attempts:
                     self.shutdown()
                     raise
                 self._note(f"# boot {attempt} hung before any NIC driver was loaded, booting again: {exc}")
