@@ -7,16 +7,26 @@
 #   meson test -C build --print-errorlogs [ARGS...]
 #
 # Extra arguments go to 'meson test', e.g.  scripts/test.sh --suite guest
-# At the end every test's closing line (pytest's "N passed ...", etc.) is
-# printed, then one summary line "tests: N passed, N failed, N skipped".
+# At the end: the time report (each build step's and each test's wall time
+# against its budget in docs/ci-time.md, the ones over budget named; also in
+# $BUILD_DIR/meson-logs/times.json), every test's closing line (pytest's
+# "N passed ...", etc.), then one summary line "tests: N passed, N failed,
+# N skipped". The steps' log lines carry UTC times.
 #
 # Environment: BUILD_DIR (default <repo>/build).
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
+# log lines with the time of day, for reading a run's timeline back
+tlog() {
+    log "$(date -u +%H:%M:%S) $*"
+}
+
 t0=$(now_s)
+tlog "scripts/deps.sh"
 bash "$REPO_ROOT/scripts/deps.sh"
+t_deps=$(now_s)
 
 MESON="$VENV_DIR/bin/meson"
 [[ -x "$MESON" ]] || die "$MESON not found after scripts/deps.sh"
@@ -35,6 +45,7 @@ else
     }
 fi
 sed -n '/qemu-ixgbe$/,/^$/p' "$BUILD_DIR/meson-setup.log" >&2 || true
+t_setup=$(now_s)
 
 # Listing the tests needs no build.
 for a in "$@"; do
@@ -43,16 +54,25 @@ for a in "$@"; do
     fi
 done
 
-log "meson compile -C $BUILD_DIR"
+tlog "meson compile -C $BUILD_DIR"
 "$MESON" compile -C "$BUILD_DIR" || die "meson compile -C $BUILD_DIR failed (see above)"
 t_built=$(now_s)
 
-log "meson test -C $BUILD_DIR --print-errorlogs $*"
+tlog "meson test -C $BUILD_DIR --print-errorlogs $*"
 rm -f "$BUILD_DIR/meson-logs/testlog.json"
 rc=0
 # Everything was just built: no second (always-stale) build step.
 "$MESON" test -C "$BUILD_DIR" --no-rebuild --print-errorlogs "$@" || rc=$?
-log "build $(fmt_duration $((t_built - t0))), tests $(fmt_duration $(($(now_s) - t_built))), meson test exit $rc"
+t_tested=$(now_s)
+tlog "build $(fmt_duration $((t_built - t0))), tests $(fmt_duration $((t_tested - t_built))), meson test exit $rc"
+
+# The time report; it only reports (load moves the figures), the review reads it.
+"${PROJECT_PYTHON[@]}" -m ixgbe_testlib.timereport --budgets "$REPO_ROOT/docs/ci-time.md" \
+    --ninja-log "$BUILD_DIR/.ninja_log" --testlog "$BUILD_DIR/meson-logs/testlog.json" \
+    --step "deps=$((t_deps - t0))" --step "meson setup=$((t_setup - t_deps))" \
+    --step "meson compile=$((t_built - t_setup))" --step "meson test=$((t_tested - t_built))" \
+    --step "total=$((t_tested - t0))" --json "$BUILD_DIR/meson-logs/times.json" ||
+    warn "the time report failed (above)"
 
 # Per-test closing lines and one overall summary, read from meson's log.
 "$VENV_PYTHON" - "$BUILD_DIR/meson-logs/testlog.json" <<'PY' || rc=$((rc ? rc : 1))

@@ -1,10 +1,12 @@
 """pytest glue for the guest tests: the kernel option, VM fixtures, the
-summary of figures. The options, fixtures and hooks every VM suite shares
-(--qemu, --vm-log-dir, qemu, image, log_root, require_ixgbe, logs on
-failure) are ixgbe_testlib.pytest_plugin's."""
+summary of figures, and the rule behind the `kernel_sensitive` marker
+(README.md, "Which scenarios run on which kernel"). The options, fixtures
+and hooks every VM suite shares (--qemu, --vm-log-dir, qemu, image,
+log_root, require_ixgbe, logs on failure) are ixgbe_testlib.pytest_plugin's."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,9 +29,78 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+# The kernel that runs every scenario; the other runs the kernel_sensitive
+# ones (`-m kernel_sensitive`, as meson's guest-6.1 does).
+FULL_MATRIX_KERNEL = "6.12"
+
+# What makes a scenario kernel-sensitive: the guest driver's code it drives
+# is code that changes between the two kernels and that the device model has
+# to answer (README.md). "traffic" takes a feature family, and each family
+# has one marked traffic scenario.
+KERNEL_SENSITIVE_AREAS = {
+    "probe": "the driver's probe, reset and hardware initialisation of a part",
+    "selftest": "the driver's ethtool offline self-test",
+    "link": "link state: carrier, the watchdog, down/up, driver unload and reload",
+    "traffic": "one traffic run per feature family, with the family's driver code",
+    "sriov": "SR-IOV: the PF's VF setup, the PF/VF mailbox, ixgbevf",
+    "ptp": "the PTP clock and hardware time stamps (the driver's ixgbe_ptp.c)",
+}
+TRAFFIC_FAMILIES = ("datapath", "rss", "flow-director", "sfp")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "kernel_sensitive(area, family=None): the scenario also runs on the older guest kernel "
+        f"(areas: {', '.join(KERNEL_SENSITIVE_AREAS)}; traffic families: {', '.join(TRAFFIC_FAMILIES)}); "
+        "see tests/guest/README.md",
+    )
+
+
+def _kernel_rule_errors(items: list[pytest.Item]) -> list[str]:
+    """Violations of the rule: an unknown area, a traffic scenario without
+    a known family, two traffic scenarios of one family, a test with a VM of
+    its own (make_vm) whose docstring does not say why ("Own VM: ...")."""
+    errors: list[str] = []
+    traffic: dict[str, str] = {}
+    for item in items:
+        if not isinstance(item, pytest.Function):
+            continue
+        where = item.nodeid
+        for mark in item.iter_markers("kernel_sensitive"):
+            area = mark.args[0] if mark.args else None
+            family = mark.kwargs.get("family")
+            if area not in KERNEL_SENSITIVE_AREAS:
+                errors.append(f"{where}: kernel_sensitive area {area!r} is not one of {list(KERNEL_SENSITIVE_AREAS)}")
+            elif area == "traffic":
+                if family not in TRAFFIC_FAMILIES:
+                    errors.append(f"{where}: traffic family {family!r} is not one of {list(TRAFFIC_FAMILIES)}")
+                    continue
+                # parametrized copies of one function count once
+                func = item.nodeid.split("[")[0]
+                if traffic.setdefault(family, func) != func:
+                    errors.append(f"{where}: a second traffic scenario of family {family!r} ({traffic[family]})")
+            elif family is not None:
+                errors.append(f"{where}: family= belongs to the traffic area only")
+        if "make_vm" in item.fixturenames and "Own VM:" not in (inspect.getdoc(item.function) or ""):
+            errors.append(f"{where}: boots a VM of its own (make_vm); its docstring must say why ('Own VM: ...')")
+    return errors
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    errors = _kernel_rule_errors([i for i in items if Path(__file__).parent in i.path.parents])
+    if errors:
+        raise pytest.UsageError("tests/guest: the scenario rule (README.md) is broken:\n  " + "\n  ".join(errors))
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
     kernel = config.getoption("--kernel")
     lines = [f"guest kernel: {kernel}"]
+    if kernel != FULL_MATRIX_KERNEL:
+        lines.append(
+            f"full scenario matrix: kernel {FULL_MATRIX_KERNEL}; on {kernel} `meson test` runs "
+            "`-m kernel_sensitive` (tests/guest/README.md)"
+        )
     try:
         image = guest_image(kernel)
         lines.append(f"guest image: {image.release} ({image.initrd.parent})")

@@ -68,6 +68,7 @@ class TestIgb:
 
 class TestE1000e:
     def test_probe_link_and_clean_log(self, make_vm: VMFactory) -> None:
+        """Own VM: the class's one test, on its own NIC model."""
         check_probe_link_and_log(boot_user_nic(make_vm, "e1000e", "e1000e", name="e1000e"))
 
 
@@ -86,7 +87,9 @@ class TestVirtioNet:
 
 def test_igb_rss_matches_toeplitz(make_vm: VMFactory) -> None:
     """igb takes its key from the kernel's global RSS key
-    (net.core.netdev_rss_key) since it cannot report it through ethtool."""
+    (net.core.netdev_rss_key) since it cannot report it through ethtool.
+
+    Own VM: its NIC's wire is a datagram socket of this test."""
     g, port = boot_dgram_nic(make_vm, "igb", "igb", smp=4)
     with port:
         nq = g.vm.channels(g.dev)["current"]["Combined"]
@@ -104,6 +107,7 @@ IGB_UNPADDED_TX_COUNTERS = frozenset({"rx_short_length_errors", "rx_length_error
 
 
 def test_igb_back_to_back(make_vm: VMFactory) -> None:
+    """Own VM: two igb ports wired to each other."""
     g = boot_back_to_back(make_vm, "igb", "igb")
     rates = check_back_to_back(g, g.vm.log_dir, tolerated=IGB_UNPADDED_TX_COUNTERS)
     print(f"igb port-to-port iperf3 Mbit/s: {rates}")

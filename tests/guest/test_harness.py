@@ -166,6 +166,7 @@ def test_problems_of_an_earlier_vm_of_the_same_name_are_not_this_ones(
 
 
 def test_shutdown_leaves_nothing(make_vm: VMFactory) -> None:
+    """Own VM: the test shuts it down."""
     vm = make_vm(name="short")
     pid, sockets = vm.pid, vm.sock_path("qmp").parent
     assert pid is not None and sockets.is_dir()

@@ -45,7 +45,10 @@ def stat(g: Guest, name: str) -> int:
     return g.vm.ethtool_stats(g.dev).get(name, 0)
 
 
+@pytest.mark.kernel_sensitive("traffic", family="flow-director")
 def test_ntuple_rules_steer_drop_and_restore(require_ixgbe: None, make_vm: VMFactory) -> None:
+    """Own VM: its NIC's wire is a datagram socket of this test, which sends
+    the flows."""
     g, port = boot_dgram_nic(make_vm, "ixgbe", "ixgbe", smp=NQUEUES, name="ixgbe-ntuple")
     vm, dev = g.vm, g.dev
     with port:
@@ -100,6 +103,8 @@ def test_ntuple_rules_steer_drop_and_restore(require_ixgbe: None, make_vm: VMFac
 
 
 def test_atr_rx_follows_sending_cpu(require_ixgbe: None, make_vm: VMFactory) -> None:
+    """Own VM: ATR is the driver's mode with ntuple off (the boot default),
+    and the queue interrupts' CPU affinities it sets would outlive it."""
     g = boot_user_nic(make_vm, "ixgbe", "ixgbe", smp=NQUEUES, name="ixgbe-atr")
     vm, dev = g.vm, g.dev
     assert "ntuple-filters: off" in vm.sh(f"ethtool -k {dev}")

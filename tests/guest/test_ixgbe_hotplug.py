@@ -41,6 +41,8 @@ def background(vm: VM, cmd: str, out: str) -> int:
 
 
 def test_unplug_replug_under_traffic(require_ixgbe: None, make_vm: VMFactory) -> None:
+    """Own VM: it ends by quitting QEMU and judging its exit status and
+    stderr (a sanitizer build's leak report of the unplugged devices)."""
     g = boot_user_nic(make_vm, "ixgbe", "ixgbe", smp=4, name="ixgbe")
     vm = g.vm
     mark = g.boot_mark

@@ -1,6 +1,10 @@
 """ixgbe link handling: QMP set_link, repeated ifdown/ifup and driver
 reloads with traffic in between, and nothing new in the kernel log (warning
-or worse) or from QEMU."""
+or worse) or from QEMU.
+
+Both scenarios share one guest, in file order: set_link leaves the link up
+and the driver bound, where the down/up and reload cycles start; their log
+checks then also cover the set_link scenario."""
 
 from __future__ import annotations
 
@@ -11,20 +15,25 @@ from ixgbe_testlib.vm import VMFactory
 from scenarios import (
     GUEST_IP,
     HOST_IP,
+    Guest,
     assert_clean_log,
     assert_qemu_quiet,
     boot_user_nic,
     check_set_link,
 )
 
-pytestmark = pytest.mark.usefixtures("require_ixgbe")
+pytestmark = [pytest.mark.usefixtures("require_ixgbe"), pytest.mark.kernel_sensitive("link")]
 
 LINK_CYCLES = 20
 RELOADS = 5
 
 
-def test_set_link_carrier(require_ixgbe: None, make_vm: VMFactory) -> None:
-    g = boot_user_nic(make_vm, "ixgbe", "ixgbe", smp=4, name="ixgbe")
+@pytest.fixture(scope="module")
+def g(require_ixgbe: None, make_module_vm: VMFactory) -> Guest:
+    return boot_user_nic(make_module_vm, "ixgbe", "ixgbe", smp=4, name="ixgbe")
+
+
+def test_set_link_carrier(g: Guest) -> None:
     for _ in range(2):
         check_set_link(g)
         assert g.vm.ping(HOST_IP).ok, "no traffic after the link came back"
@@ -32,8 +41,7 @@ def test_set_link_carrier(require_ixgbe: None, make_vm: VMFactory) -> None:
     assert_qemu_quiet(g.vm)
 
 
-def test_updown_and_reload_cycles(require_ixgbe: None, make_vm: VMFactory) -> None:
-    g = boot_user_nic(make_vm, "ixgbe", "ixgbe", smp=4, name="ixgbe")
+def test_updown_and_reload_cycles(g: Guest) -> None:
     vm = g.vm
     mark = g.boot_mark
     assert_clean_log(g, what=" after probe")

@@ -276,7 +276,9 @@ def test_ping_flood(
 def test_igb_ping_flood_baseline(
     kernel: str, make_vm: VMFactory, downtimes: dict[str, list[int]], record_summary: Callable[[str], None]
 ) -> None:
-    """The same ping flood on QEMU's igb: proves the method, gives the downtime to compare."""
+    """The same ping flood on QEMU's igb: proves the method, gives the downtime to compare.
+
+    Own VM: another NIC model (and its migration destination)."""
     if kernel != IGB_BASELINE_KERNEL:
         pytest.skip(f"the igb baseline runs with the {IGB_BASELINE_KERNEL} guest only (suite time)")
     igb = MigratingGuest(make_vm, "igb", "igb", "igb")

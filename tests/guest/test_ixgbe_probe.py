@@ -28,21 +28,25 @@ def g(require_ixgbe: None, make_module_vm: VMFactory) -> Guest:
     return boot_user_nic(make_module_vm, "ixgbe", "ixgbe", smp=VCPUS, name="ixgbe")
 
 
+@pytest.mark.kernel_sensitive("probe")
 def test_probe_without_warnings(g: Guest) -> None:
     assert_clean_log(g, what=" after probe")
 
 
+@pytest.mark.kernel_sensitive("probe")
 def test_link_10g(g: Guest) -> None:
     settings = g.vm.ethtool(g.dev)
     assert settings.get("Speed") == "10000Mb/s", settings
     assert settings.get("Link detected") == "yes", settings
 
 
+@pytest.mark.kernel_sensitive("probe")
 def test_one_combined_queue_per_vcpu(g: Guest) -> None:
     ch = g.vm.channels(g.dev)
     assert ch["current"].get("Combined") == VCPUS, ch
 
 
+@pytest.mark.kernel_sensitive("probe")
 def test_msix_vectors(g: Guest) -> None:
     text = g.vm.sh("cat /proc/interrupts")
     rows = {line.split()[-1]: line for line in text.splitlines() if line.split()}
@@ -60,6 +64,7 @@ def test_msix_vectors(g: Guest) -> None:
     assert sum(after[n] - before[n] for n in want[:-1]) > 0, "no queue interrupts during ping"
 
 
+@pytest.mark.kernel_sensitive("selftest")
 def test_selftest_offline_msix(g: Guest) -> None:
     assert_selftest_pass(g)
     g.vm.wait_carrier(g.dev)
@@ -67,6 +72,7 @@ def test_selftest_offline_msix(g: Guest) -> None:
     assert_clean_log(g, since=g.boot_mark, what=" after the self-test")
 
 
+@pytest.mark.kernel_sensitive("probe")
 def test_qemu_quiet(g: Guest) -> None:
     assert_qemu_quiet(g.vm)
 
@@ -81,7 +87,9 @@ def test_thread_stacks_of_a_running_qemu(g: Guest) -> None:
         assert re.search(r"^#\d+ .* in ", text, re.MULTILINE), text
 
 
+@pytest.mark.kernel_sensitive("selftest")
 def test_selftest_offline_intx(require_ixgbe: None, make_vm: VMFactory) -> None:
+    """Own VM: pci=nomsi is a kernel command-line option, fixed at boot."""
     g = boot_user_nic(make_vm, "ixgbe", "ixgbe", smp=VCPUS, append="pci=nomsi", name="ixgbe-intx")
     rows = [
         ln

@@ -68,12 +68,14 @@ def phc_seconds(g: Guest, dev: str, netns: str = "") -> tuple[float, float]:
     return float(m.group(1)), float(out.strip().splitlines()[-1].split()[0])
 
 
+@pytest.mark.kernel_sensitive("ptp")
 def test_ethtool_reports_hardware_timestamping(g: Guest) -> None:
     out = g.vm.sh(f"ethtool -T {g.devs[0]}")
     assert "hardware-transmit" in out and "hardware-receive" in out, out
     assert re.search(r"PTP Hardware Clock: \d+", out), out
 
 
+@pytest.mark.kernel_sensitive("ptp")
 def test_clock_runs_with_guest_time(g: Guest) -> None:
     a = g.devs[0]
     phc0, sys0 = phc_seconds(g, a)
@@ -83,6 +85,7 @@ def test_clock_runs_with_guest_time(g: Guest) -> None:
     assert abs((phc1 - phc0) - (sys1 - sys0)) < 0.05 * (sys1 - sys0), (phc0, phc1, sys0, sys1)
 
 
+@pytest.mark.kernel_sensitive("ptp")
 def test_frequency_adjustment(g: Guest) -> None:
     """phc_ctl freq (the driver's adjfine, TIMINCA): +10% makes the clock
     gain about a tenth of the elapsed time."""
@@ -98,6 +101,7 @@ def test_frequency_adjustment(g: Guest) -> None:
     assert 1.07 < ratio < 1.13, f"PHC/system rate {ratio:.4f} with +10% asked"
 
 
+@pytest.mark.kernel_sensitive("ptp")
 def test_phase_adjustment(g: Guest) -> None:
     """phc_ctl adj (the driver's adjtime: TIMADJ in the model's terms, a
     timecounter offset in the driver's) moves the clock by that much."""
@@ -144,6 +148,7 @@ def rms(values: list[int]) -> float:
     return math.sqrt(sum(v * v for v in values) / len(values))
 
 
+@pytest.mark.kernel_sensitive("ptp")
 def test_ptp4l_synchronises_the_ports(g: Guest, record_summary: Callable[[str], None]) -> None:
     """The slave's servo locks on hardware time stamps and stays close. The
     stamps are taken where the model hands a frame over and where it takes
@@ -174,6 +179,7 @@ def ptp_device(g: Guest, dev: str, netns: str = "") -> str:
     return f"/dev/ptp{m.group(1)}"
 
 
+@pytest.mark.kernel_sensitive("ptp")
 def test_phc2sys_synchronises_the_clocks(g: Guest) -> None:
     """phc2sys steers port 1's clock to port 0's (both in this guest) and
     locks on them."""

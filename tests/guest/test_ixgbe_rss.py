@@ -12,7 +12,10 @@ from scenarios import assert_qemu_quiet, boot_dgram_nic, check_rss
 pytestmark = pytest.mark.usefixtures("require_ixgbe")
 
 
+@pytest.mark.kernel_sensitive("traffic", family="rss")
 def test_rss_flows_match_toeplitz(require_ixgbe: None, make_vm: VMFactory) -> None:
+    """Own VM: its NIC's wire is a datagram socket of this test, which sends
+    the flows."""
     g, port = boot_dgram_nic(make_vm, "ixgbe", "ixgbe", smp=4, name="ixgbe-rss")
     with port:
         nq = g.vm.channels(g.dev)["current"].get("Combined")

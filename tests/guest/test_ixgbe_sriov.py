@@ -32,7 +32,7 @@ from ixgbe_testlib.nicargs import dgram_netdev, mac_address, nic_args
 from ixgbe_testlib.vm import VM, VMFactory, load_driver
 from scenarios import WIRE_NET, Guest, assert_clean_log, assert_qemu_quiet
 
-pytestmark = pytest.mark.usefixtures("require_ixgbe")
+pytestmark = [pytest.mark.usefixtures("require_ixgbe"), pytest.mark.kernel_sensitive("sriov")]
 
 NUM_VFS = 4
 MAX_VFS = 63

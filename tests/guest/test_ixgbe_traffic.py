@@ -37,11 +37,14 @@ def tcp_both_ways(make_vm: VMFactory, name: str, device_opts: str = "") -> None:
     assert_qemu_quiet(g.vm)
 
 
+@pytest.mark.kernel_sensitive("traffic", family="datapath")
 def test_tcp_guest_host(require_ixgbe: None, make_vm: VMFactory) -> None:
+    """Own VM: a slirp host forward to the guest's iperf3, chosen at boot."""
     tcp_both_ways(make_vm, "ixgbe")
 
 
 def test_back_to_back_ports(require_ixgbe: None, make_vm: VMFactory) -> None:
+    """Own VM: two ports wired to each other."""
     g = boot_back_to_back(make_vm, "ixgbe", "ixgbe", smp=4)
     rates = check_back_to_back(g, g.vm.log_dir, mtus=(1500, 9000))
     print(f"ixgbe port-to-port iperf3 Mbit/s: {rates}")
@@ -53,5 +56,7 @@ def test_held_register_writes(require_ixgbe: None, make_vm: VMFactory) -> None:
     """The driver's receive-queue, EITR and Flow Director command writes
     held as KVM's coalesced MMIO holds them (x-defer-coalesced=on), applied
     only at its next other access or by the starved-frame timer: the driver
-    configures its queues and TCP runs both ways as usual."""
+    configures its queues and TCP runs both ways as usual.
+
+    Own VM: x-defer-coalesced is a device property, set at start."""
     tcp_both_ways(make_vm, "held", device_opts="x-defer-coalesced=on")

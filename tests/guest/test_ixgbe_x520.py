@@ -36,7 +36,7 @@ SFP_TYPE_DA_CORE0 = 3
 SFP_TYPE_SRLR_CORE0 = 5
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture(autouse=True, scope="module")
 def require_variants(qemu) -> None:  # noqa: ANN001 - fixture from conftest
     for name in ("ixgbe-sfp", "ixgbe-combo"):
         if not has_device(name, qemu):
@@ -74,7 +74,9 @@ def settings(vm: VM, dev: str) -> tuple[dict[str, str], str]:
 # ------------------------------------------------------------------ probe
 
 
+@pytest.mark.kernel_sensitive("probe")
 def test_combo_backplane_probe(make_vm: VMFactory) -> None:
+    """Own VM: another part (device ID 0x10F8)."""
     g = boot_user_nic(make_vm, "ixgbe-combo", "ixgbe", smp=2, name="combo")
     vm = g.vm
     assert vm.sh(f"cat /sys/class/net/{g.dev}/device/device").strip() == "0x10f8"
@@ -93,32 +95,90 @@ def test_combo_backplane_probe(make_vm: VMFactory) -> None:
     assert_qemu_quiet(vm)
 
 
-def test_sfp_da_probe_ethtool_traffic(make_vm: VMFactory) -> None:
-    g = boot_sfp(make_vm, "da")
-    vm = g.vm
-    print("\n".join(probe_lines(vm)))
-    assert vm.sh(f"cat /sys/class/net/{g.dev}/device/device").strip() == "0x10fb"
-    assert any(f"SFP+: {SFP_TYPE_DA_CORE0}" in t for t in probe_lines(vm)), probe_lines(vm)
-    s, text = settings(vm, g.dev)
-    print(text)
-    assert s.get("Port") == "Direct Attach Copper", text
-    assert "10000baseT/Full" in text and "FIBRE" in text, text
-    assert s.get("Speed") == "10000Mb/s" and s.get("Link detected") == "yes", text
-    m = vm.sh(f"ethtool -m {g.dev}")
-    print(m)
-    assert re.search(r"Identifier\s*:\s*0x03 \(SFP\)", m), m
-    assert re.search(r"Connector\s*:\s*0x21 \(Copper pigtail\)", m), m
-    assert "Passive Cable" in m and "QEMU-SFP-DAC-3M" in m, m
-    raw = vm.sh(f"ethtool -m {g.dev} hex on")
-    assert "0x0000:" in raw and "0x0100:" not in raw, "a passive cable has no A2h page:\n" + raw
-    assert vm.ping(HOST_IP, count=3).ok
-    r = vm.run(f"ping -c 50 -i 0.01 -s 1400 {HOST_IP}", timeout=60)
-    assert r.ok, r.stdout
-    assert_clean_log(g)
-    assert_qemu_quiet(vm)
+class TestDirectAttachCable:
+    """One guest with a direct-attach cable in the cage for three
+    scenarios, in this order: the probe, ethtool and traffic; module swaps
+    through QMP, which end with the cable back in; a module the driver
+    refuses, which ends with the port gone (hence last)."""
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def g(cls, require_ixgbe: None, make_class_vm: VMFactory) -> Guest:
+        return boot_sfp(make_class_vm, "da")
+
+    @pytest.mark.kernel_sensitive("traffic", family="sfp")
+    def test_sfp_da_probe_ethtool_traffic(self, g: Guest) -> None:
+        vm = g.vm
+        print("\n".join(probe_lines(vm)))
+        assert vm.sh(f"cat /sys/class/net/{g.dev}/device/device").strip() == "0x10fb"
+        assert any(f"SFP+: {SFP_TYPE_DA_CORE0}" in t for t in probe_lines(vm)), probe_lines(vm)
+        s, text = settings(vm, g.dev)
+        print(text)
+        assert s.get("Port") == "Direct Attach Copper", text
+        assert "10000baseT/Full" in text and "FIBRE" in text, text
+        assert s.get("Speed") == "10000Mb/s" and s.get("Link detected") == "yes", text
+        m = vm.sh(f"ethtool -m {g.dev}")
+        print(m)
+        assert re.search(r"Identifier\s*:\s*0x03 \(SFP\)", m), m
+        assert re.search(r"Connector\s*:\s*0x21 \(Copper pigtail\)", m), m
+        assert "Passive Cable" in m and "QEMU-SFP-DAC-3M" in m, m
+        raw = vm.sh(f"ethtool -m {g.dev} hex on")
+        assert "0x0000:" in raw and "0x0100:" not in raw, "a passive cable has no A2h page:\n" + raw
+        assert vm.ping(HOST_IP, count=3).ok
+        r = vm.run(f"ping -c 50 -i 0.01 -s 1400 {HOST_IP}", timeout=60)
+        assert r.ok, r.stdout
+        assert_clean_log(g)
+        assert_qemu_quiet(vm)
+
+    @pytest.mark.kernel_sensitive("link")
+    def test_sfp_module_hot_unplug_plug(self, g: Guest) -> None:
+        vm = g.vm
+        mark = vm.uptime()
+        path = NIC0
+        assert vm.qmp("qom-get", path=path, property="sfp") == "da"
+        for cycle in range(2):
+            vm.qmp("qom-set", path=path, property="sfp", value="none")
+            vm.wait_carrier(g.dev, up=False, timeout=60)
+            assert vm.run(f"ethtool -m {g.dev}").ok is False, "ethtool -m read a pulled module"
+            new = "sr" if cycle == 0 else "da"
+            vm.qmp("qom-set", path=path, property="sfp", value=new)
+            vm.wait_carrier(g.dev, up=True, timeout=60)
+            assert vm.qmp("qom-get", path=path, property="sfp") == new
+            r = vm.ping(HOST_IP, count=3)
+            assert r.ok, f"cycle {cycle}: no traffic after the module came back:\n{r.stdout}"
+        msgs = [r.text for r in vm.dmesg(mark) if "ixgbe" in r.text]
+        print("\n".join(msgs))
+        assert sum("NIC Link is Down" in t for t in msgs) == 2, msgs
+        assert sum("NIC Link is Up 10 Gbps" in t for t in msgs) == 2, msgs
+        assert any(f"detected SFP+: {SFP_TYPE_SRLR_CORE0}" in t for t in msgs), msgs
+        assert any(f"detected SFP+: {SFP_TYPE_DA_CORE0}" in t for t in msgs), msgs
+        s, text = settings(vm, g.dev)
+        assert s.get("Port") == "Direct Attach Copper", text
+        assert_clean_log(g, since=mark, what=" over module swaps")
+        assert_qemu_quiet(vm)
+
+    def test_sfp_hot_plug_unsupported_and_bad_value(self, g: Guest) -> None:
+        vm = g.vm
+        path = NIC0
+        with pytest.raises(Exception, match="unknown SFP\\+ module type 'qsfp'"):
+            vm.qmp("qom-set", path=path, property="sfp", value="qsfp")
+        assert vm.qmp("qom-get", path=path, property="sfp") == "da"
+        vm.qmp("qom-set", path=path, property="sfp", value="unsupported")
+        vm.wait_until(
+            "the driver's refusal",
+            lambda: any("unsupported SFP+ module type was detected" in t for t in probe_lines(vm)),
+            60,
+        )
+        vm.wait_until("the netdev to go", lambda: not vm.netdevs("ixgbe"), 60)
+        print("\n".join(probe_lines(vm)))
+        assert vm.alive()
+        assert_qemu_quiet(vm)
 
 
+@pytest.mark.kernel_sensitive("probe")
 def test_sfp_sr_optic_diagnostics(make_vm: VMFactory) -> None:
+    """Own VM: the driver identifies the optic at probe, so it must be in
+    the cage at boot."""
     g = boot_sfp(make_vm, "sr")
     vm = g.vm
     assert any(f"SFP+: {SFP_TYPE_SRLR_CORE0}" in t for t in probe_lines(vm)), probe_lines(vm)
@@ -154,7 +214,9 @@ def test_sfp_sr_optic_diagnostics(make_vm: VMFactory) -> None:
     assert_qemu_quiet(vm)
 
 
+@pytest.mark.kernel_sensitive("probe")
 def test_sfp_empty_cage(make_vm: VMFactory) -> None:
+    """Own VM: the cage is empty at probe."""
     g = boot_sfp(make_vm, "none", up=False)
     vm = g.vm
     g.devs = vm.wait_netdevs("ixgbe", 1)
@@ -175,7 +237,9 @@ def test_sfp_empty_cage(make_vm: VMFactory) -> None:
     assert_qemu_quiet(vm)
 
 
+@pytest.mark.kernel_sensitive("probe")
 def test_sfp_unsupported_module_refused(make_vm: VMFactory) -> None:
+    """Own VM: the driver refuses the port at probe."""
     g = boot_sfp(make_vm, "unsupported", up=False)
     vm = g.vm
     vm.wait_until(
@@ -192,57 +256,8 @@ def test_sfp_unsupported_module_refused(make_vm: VMFactory) -> None:
     assert_qemu_quiet(vm)
 
 
-# ----------------------------------------------------------- hot-(un)plug
-
-
-def test_sfp_module_hot_unplug_plug(make_vm: VMFactory) -> None:
-    g = boot_sfp(make_vm, "da")
-    vm = g.vm
-    mark = vm.uptime()
-    path = NIC0
-    assert vm.qmp("qom-get", path=path, property="sfp") == "da"
-    for cycle in range(2):
-        vm.qmp("qom-set", path=path, property="sfp", value="none")
-        vm.wait_carrier(g.dev, up=False, timeout=60)
-        assert vm.run(f"ethtool -m {g.dev}").ok is False, "ethtool -m read a pulled module"
-        new = "sr" if cycle == 0 else "da"
-        vm.qmp("qom-set", path=path, property="sfp", value=new)
-        vm.wait_carrier(g.dev, up=True, timeout=60)
-        assert vm.qmp("qom-get", path=path, property="sfp") == new
-        r = vm.ping(HOST_IP, count=3)
-        assert r.ok, f"cycle {cycle}: no traffic after the module came back:\n{r.stdout}"
-    msgs = [r.text for r in vm.dmesg(mark) if "ixgbe" in r.text]
-    print("\n".join(msgs))
-    assert sum("NIC Link is Down" in t for t in msgs) == 2, msgs
-    assert sum("NIC Link is Up 10 Gbps" in t for t in msgs) == 2, msgs
-    assert any(f"detected SFP+: {SFP_TYPE_SRLR_CORE0}" in t for t in msgs), msgs
-    assert any(f"detected SFP+: {SFP_TYPE_DA_CORE0}" in t for t in msgs), msgs
-    s, text = settings(vm, g.dev)
-    assert s.get("Port") == "Direct Attach Copper", text
-    assert_clean_log(g, since=mark, what=" over module swaps")
-    assert_qemu_quiet(vm)
-
-
-def test_sfp_hot_plug_unsupported_and_bad_value(make_vm: VMFactory) -> None:
-    g = boot_sfp(make_vm, "da")
-    vm = g.vm
-    path = NIC0
-    with pytest.raises(Exception, match="unknown SFP\\+ module type 'qsfp'"):
-        vm.qmp("qom-set", path=path, property="sfp", value="qsfp")
-    assert vm.qmp("qom-get", path=path, property="sfp") == "da"
-    vm.qmp("qom-set", path=path, property="sfp", value="unsupported")
-    vm.wait_until(
-        "the driver's refusal",
-        lambda: any("unsupported SFP+ module type was detected" in t for t in probe_lines(vm)),
-        60,
-    )
-    vm.wait_until("the netdev to go", lambda: not vm.netdevs("ixgbe"), 60)
-    print("\n".join(probe_lines(vm)))
-    assert vm.alive()
-    assert_qemu_quiet(vm)
-
-
 def test_bad_sfp_property_is_a_startup_error(make_vm: VMFactory) -> None:
+    """Own VM: a QEMU that must refuse to start."""
     with pytest.raises(Exception) as exc:
         make_vm(name="bad", args=nic_args("ixgbe-sfp", "n0", 0, mac_address(0), extra="sfp=qsfp") + user_netdev("n0"))
     assert "unknown SFP+ module type 'qsfp'" in str(exc.value), str(exc.value)
@@ -255,7 +270,9 @@ def test_sfp_migration_mid_i2c(make_vm: VMFactory) -> None:
     """Live migration while the driver reads the module over I2C without
     pause (ethtool -m in a loop, so a move most likely stops the bus in the
     middle of a transfer): no read fails, no guest error, and a module
-    swapped at run time on the source is what the destination has."""
+    swapped at run time on the source is what the destination has.
+
+    Own VM: a migrating pair of QEMUs with an optic in the cage at boot."""
     from migration import MigratingGuest
 
     mg = MigratingGuest(make_vm, "ixgbe-sfp,sfp=sr", "ixgbe", name="x520mig", smp=2)

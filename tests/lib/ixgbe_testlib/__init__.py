@@ -21,5 +21,6 @@ it on PYTHONPATH (scripts/lib.sh, PROJECT_PYTHON; scripts/python.sh).
 | `vmreport` | the logs of a failing test's VMs in its report |
 | `sysguest` | the Debian systemd guest of scripts/build-rootfs.sh, its lab network, readings of what nettune tunes |
 | `devloop` | the developer's one-line ixgbe change and its out-of-tree build |
+| `timereport` | the time report scripts/test.sh ends with: build steps and tests against their budgets in docs/ci-time.md |
 | `pytest_plugin` | the pytest options, fixtures and hooks the VM suites share (registered by tests/conftest.py) |
 """
