@@ -4,6 +4,10 @@
 #   ixgbe (default)  generic-fuzz-ixgbe: the backplane part
 #   ixgbe-sfp        generic-fuzz-ixgbe-sfp: the SFP+ part with an SR optic,
 #                    so also the I2C bus and the module's EEPROM
+#   ixgbe-sriov      generic-fuzz-ixgbe-sriov: the PF behind a PCIe root
+#                    port with 4 VFs enabled (VF BARs, mailbox, pools)
+#   ixgbe-defer      generic-fuzz-ixgbe-defer: the same with 2 VFs and
+#                    x-defer-coalesced=on (held register writes)
 # Below, CONFIG stands for that name.
 #
 # The fuzzing build is made by scripts/build-qemu.sh in $BUILD_DIR/qemu-fuzz
@@ -27,7 +31,7 @@
 # With none of them, fuzzes for 120 seconds.
 #
 # Options:
-#   --config NAME  ixgbe or ixgbe-sfp (above)
+#   --config NAME  ixgbe, ixgbe-sfp, ixgbe-sriov or ixgbe-defer (above)
 #   --jobs N       fuzzing processes (default 1; N > 1 uses libFuzzer's
 #                  -jobs=N -workers=N, each process with its own QEMU)
 #   --keep-going   after a crash or timeout, start the fuzzer again for the
@@ -86,9 +90,12 @@ while (($#)); do
     esac
     shift
 done
+# VFs the target enables (its seeds use them)
 case "$config" in
-ixgbe | ixgbe-sfp) ;;
-*) die "--config must be ixgbe or ixgbe-sfp, got '$config'" ;;
+ixgbe | ixgbe-sfp) num_vfs=0 ;;
+ixgbe-sriov) num_vfs=4 ;;
+ixgbe-defer) num_vfs=2 ;;
+*) die "--config must be ixgbe, ixgbe-sfp, ixgbe-sriov or ixgbe-defer, got '$config'" ;;
 esac
 TARGET=generic-fuzz-$config
 REPO_CORPUS="$REPO_ROOT/tests/fuzz/$config/corpus"
@@ -142,11 +149,15 @@ sanitizer_env ""
 FUZZ_TIMEOUT="${FUZZ_TIMEOUT:-30}"
 FUZZ_MAX_LEN="${FUZZ_MAX_LEN:-4096}"
 mkdir -p "$WORK/corpus" "$WORK/artifacts" "$WORK/logs" "$REPO_CORPUS" "$REPO_CRASHERS"
-# Seeds: driver-like sequences (rings, DMA patterns, MSI-X, I/O BAR); a
-# dictionary of the register offsets.
+# Seeds: driver-like sequences (rings, DMA patterns, MSI-X, I/O BAR; with
+# VFs, the mailbox, pools and VF queues too); a dictionary of the register
+# offsets.
 rm -rf "$WORK/seeds"
-"$VENV_PYTHON" "$REPO_ROOT/tests/fuzz/ixgbe/make-seeds.py" "$WORK/seeds" \
-    --dict "$WORK/ixgbe.dict" "$REPO_ROOT/hw/net/ixgbe_regs.h" >/dev/null ||
+seed_args=("$WORK/seeds" --dict "$WORK/ixgbe.dict" "$REPO_ROOT/hw/net/ixgbe_regs.h")
+if ((num_vfs)); then
+    seed_args+=(--vfs "$num_vfs")
+fi
+"$VENV_PYTHON" "$REPO_ROOT/tests/fuzz/ixgbe/make-seeds.py" "${seed_args[@]}" >/dev/null ||
     die "tests/fuzz/ixgbe/make-seeds.py failed"
 # shellcheck disable=SC2206  # word splitting intended
 extra_flags=(${FUZZ_ARGS:-})

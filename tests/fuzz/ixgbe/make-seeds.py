@@ -13,7 +13,13 @@ With --dict, it also writes a libFuzzer dictionary: the register offsets
 of hw/net/ixgbe_regs.h as the 32-bit operands of generic-fuzz's MMIO
 operations, so that mutations land on registers rather than on holes.
 
-Usage: make-seeds.py OUTPUT_DIR [--dict FILE REGS_HEADER]
+With --vfs N (the targets with SR-IOV: N VFs enabled), it adds seeds that
+use the VFs: the mailbox both ways, the PF in virtualization mode with
+pools, a VF's transmit queue and interrupts, loopback between pools. The
+VFs' BARs follow the PF's in the fuzzed regions, in address order: N
+register BARs, then each VF's MSI-X table and PBA.
+
+Usage: make-seeds.py OUTPUT_DIR [--dict FILE REGS_HEADER] [--vfs N]
 (scripts/fuzz.sh runs it before fuzzing)
 """
 
@@ -91,6 +97,38 @@ I2CCTL = 0x28
 ESDP = 0x20
 I2C_CLK_OUT, I2C_DATA_OUT = 1 << 1, 1 << 3
 RXQ_STRIDE = 0x40
+# SR-IOV: PF registers
+CTRL_EXT = 0x18
+PFRSTD = 1 << 14
+GCR_EXT = 0x11050
+MTQC = 0x8120
+VT_CTL = 0x51B0
+VFRE0 = 0x51E0
+VFTE0 = 0x8110
+PFDTXGSWC = 0x8220
+PFVML2FLT0 = 0xF000
+RAL0 = 0xA200
+MPSAR0 = 0xA600
+PFMBICR0 = 0x710
+PFMBIMR0 = 0x720
+PFMAILBOX0 = 0x4B00
+PFMBMEM0 = 0x13000
+# VF registers (VF BAR0)
+VFCTRL = 0x0
+VFSTATUS = 0x8
+VTEICR = 0x100
+VTEICS = 0x104
+VTEIMS = 0x108
+VTEIAC = 0x110
+VTIVAR0 = 0x120
+VTIVAR_MISC = 0x140
+VFMBMEM = 0x200
+VFMAILBOX = 0x2FC
+VFPSRTYPE = 0x300
+VTEITR0 = 0x820
+VFRXQ = 0x1000
+VFTXQ = 0x2000
+MB_REQ, MB_ACK, MB_VFU, MB_PFU = 1, 2, 4, 8
 
 
 def write(off, val, region=MMIO, size=LONG):
@@ -392,6 +430,109 @@ def seeds():
     return out
 
 
+def vf_seeds(nvfs):
+    """Seeds for the targets with nvfs VFs (VF n's registers are fuzzed
+    region 3 + n, its MSI-X table 3 + nvfs + 2 * n)."""
+
+    def vf(n):
+        return 3 + n
+
+    def vf_msix(n):
+        return 3 + nvfs + 2 * n
+
+    out = {}
+    last = nvfs - 1
+    vt = [
+        write(GCR_EXT, 3),  # 64 pools of 2 queues
+        write(CTRL_EXT, PFRSTD),
+        write(PFMBIMR0, 0xFFFFFFFF),
+        write(MRQC, 0xB),
+        write(MTQC, 0x2 | 0x4),
+        write(VT_CTL, 0x1 | (1 << 30) | (nvfs << 7)),
+        write(VFRE0, (1 << (nvfs + 1)) - 1),
+        write(VFTE0, (1 << (nvfs + 1)) - 1),
+    ]
+    vt += [write(PFVML2FLT0 + 4 * p, (1 << 24) | (1 << 27)) for p in range(nvfs + 1)]
+    # The VF's reset request through the mailbox, the PF's answer, the
+    # VF's acknowledge; then a message from the PF.
+    out["vf-mailbox"] = vt + [
+        write(VFMAILBOX, MB_VFU, vf(last)),
+        write(VFMBMEM, 0x1, vf(last)),
+        write(VFMAILBOX, MB_REQ, vf(last)),
+        read(PFMBICR0),
+        read(PFMAILBOX0 + 4 * last),
+        read(PFMBMEM0 + 64 * last),
+        write(PFMAILBOX0 + 4 * last, 0x8),  # PFU
+        write(PFMBMEM0 + 64 * last, 0x80000001),
+        write(PFMBMEM0 + 64 * last + 4, 0x00120054),
+        write(PFMAILBOX0 + 4 * last, 0x1 | 0x8),  # STS | PFU
+        read(VFMAILBOX, vf(last)),
+        read(VFMBMEM, vf(last)),
+        write(VFMAILBOX, MB_ACK, vf(last)),
+        write(VTIVAR_MISC, 0x80 | 1, vf(last)),
+        write(VTEIMS, 0x7, vf(last)),
+        write(PFMAILBOX0 + 4 * last, 0x1),
+        read(VTEICR, vf(last)),
+        read(VFSTATUS, vf(last)),
+        write(VFCTRL, 1 << 26, vf(last)),
+        read(VFMAILBOX, vf(last)),
+    ]
+    # A VF's transmit queue (PF queue 2 * n) to slirp, with MSI-X.
+    out["vf-tx"] = vt + [
+        pci_write(0x72, 0x8000 | 2, size=1),
+        write(0, 0xFEE00000, vf_msix(0)),
+        write(8, 0x4041, vf_msix(0)),
+        write(VTIVAR0, 0x80 << 8, vf(0)),
+        write(VTEIAC, 1, vf(0)),
+        write(VTEIMS, 1, vf(0)),
+        write(VTEITR0, 100 << 3, vf(0)),
+        write(VFTXQ + 0x00, 0x00300000, vf(0)),
+        write(VFTXQ + 0x04, 0, vf(0)),
+        write(VFTXQ + 0x08, 64 * 16, vf(0)),
+        write(VFTXQ + 0x28, 1 << 25, vf(0)),
+        write(DMATXCTL, 1),
+        dma_pattern(legacy_tx_desc(0x00400000, 60)),
+        dma_pattern(arp_request()),
+        write(VFTXQ + 0x18, 1, vf(0)),
+        clock_step(),
+        read(VFTXQ + 0x10, vf(0)),
+        read(VTEICR, vf(0)),
+    ]
+    # Pools: VF 0's frame looped back to the last VF and the PF (VT_LBEN),
+    # receive rings in every pool.
+    ops = vt + [write(PFDTXGSWC, 1), write(FCTRL, 0x700), write(RXCTRL, 1)]
+    for p in range(nvfs + 1):
+        ops += [
+            write(RAL0 + 8 * p, 0x00000002),
+            write(RAL0 + 8 * p + 4, (0x10 + p) << 8 | 0x80000000),
+            write(MPSAR0 + 8 * p, 1 << p),
+        ]
+    for n in range(nvfs):
+        ops += [
+            write(VFRXQ + 0x00, 0x00200000 + n * 0x10000, vf(n)),
+            write(VFRXQ + 0x08, 32 * 16, vf(n)),
+            write(VFRXQ + 0x14, 0x2, vf(n)),
+            write(VFRXQ + 0x28, 1 << 25, vf(n)),
+            write(VFRXQ + 0x18, 31, vf(n)),
+        ]
+    frame = bytearray(arp_request())
+    frame[0:6] = bytes([2, 0, 0, 0x10 + last, 0, 0])
+    ops += [
+        write(VFTXQ + 0x00, 0x00300000, vf(0)),
+        write(VFTXQ + 0x08, 64 * 16, vf(0)),
+        write(VFTXQ + 0x28, 1 << 25, vf(0)),
+        write(DMATXCTL, 1),
+        dma_pattern(legacy_tx_desc(0x00400000, 60)),
+        dma_pattern(bytes(frame)),
+        write(VFTXQ + 0x18, 2, vf(0)),
+        clock_step(),
+        read(VFRXQ + 0x10, vf(last)),
+        read(VFPSRTYPE, vf(last)),
+    ]
+    out["vf-pool-loopback"] = ops
+    return out
+
+
 def write_dict(path, header):
     regs = re.findall(
         r"^#define\s+(IXGBE_\w+)\s+0x([0-9A-Fa-f]{5})\b", pathlib.Path(header).read_text(), re.M
@@ -406,6 +547,10 @@ def write_dict(path, header):
 
 def main():
     args = sys.argv[1:]
+    nvfs = 0
+    if len(args) >= 3 and args[-2] == "--vfs":
+        nvfs = int(args[-1])
+        args = args[:-2]
     if len(args) == 4 and args[1] == "--dict":
         write_dict(args[2], args[3])
         args = args[:1]
@@ -413,7 +558,10 @@ def main():
         sys.exit(__doc__)
     outdir = pathlib.Path(args[0])
     outdir.mkdir(parents=True, exist_ok=True)
-    for name, ops in seeds().items():
+    all_seeds = seeds()
+    if nvfs:
+        all_seeds.update(vf_seeds(nvfs))
+    for name, ops in all_seeds.items():
         data = SEP.join(ops)
         path = outdir / ("seed-" + name + "-" + hashlib.sha1(data).hexdigest()[:12])
         path.write_bytes(data)
