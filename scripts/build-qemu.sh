@@ -11,7 +11,8 @@
 #      hw/net/trace-events-ixgbe by scripts/export-patches.sh);
 #   4. the project's own sources are symlinked into the tree (same relative
 #      paths): hw/net/ixgbe*.[ch], tests/qtest/ixgbe*.[ch],
-#      tests/unit/test-ixgbe*.c;
+#      tests/unit/test-ixgbe*.c; and the sanitizer build's device list
+#      (scripts/qemu-devices/) under configs/devices/;
 #   5. configure runs once into $BUILD_DIR/qemu-build (again only when the
 #      option list or the source changes);
 #   6. ninja builds qemu-system-x86_64 and the qtest binaries for the ixgbe
@@ -81,6 +82,10 @@ LINK_GLOBS=(
     'hw/net/ixgbe*.c' 'hw/net/ixgbe*.h'
     'tests/qtest/ixgbe*.c' 'tests/qtest/ixgbe*.h'
     'tests/unit/test-ixgbe*.c'
+)
+# Project files linked into the QEMU tree under another path (repo:tree).
+LINK_MAP=(
+    'scripts/qemu-devices/x86_64-sanitizer.mak:configs/devices/x86_64-softmmu/ixgbe-sanitizer.mak'
 )
 
 # The firmware path, searched by the binary before its own data directory:
@@ -257,29 +262,35 @@ fi
 
 # ------------------------------------------------------------- 4. links ---
 linked=()
+# link_one REPO_FILE TREE_PATH
+link_one() {
+    local f=$1 rel=$2 dst="$SRC_DIR/$2"
+    if [[ -e "$dst" && ! -L "$dst" ]]; then
+        die "$rel exists in the QEMU tree as a real file (from QEMU or a patch); the project's copy cannot be linked over it"
+    fi
+    mkdir -p "$(dirname "$dst")"
+    if [[ "$(readlink "$dst" 2>/dev/null || true)" != "$f" ]]; then
+        ln -sfn "$f" "$dst"
+    fi
+    linked+=("$rel")
+}
 shopt -s nullglob
 for g in "${LINK_GLOBS[@]}"; do
     for f in "$REPO_ROOT"/$g; do
-        rel="${f#"$REPO_ROOT"/}"
-        dst="$SRC_DIR/$rel"
-        if [[ -e "$dst" && ! -L "$dst" ]]; then
-            die "$rel exists in the QEMU tree as a real file (from QEMU or a patch); the project's copy cannot be linked over it"
-        fi
-        mkdir -p "$(dirname "$dst")"
-        if [[ "$(readlink "$dst" 2>/dev/null || true)" != "$f" ]]; then
-            ln -sfn "$f" "$dst"
-        fi
-        linked+=("$rel")
+        link_one "$f" "${f#"$REPO_ROOT"/}"
     done
 done
 shopt -u nullglob
+for m in "${LINK_MAP[@]}"; do
+    link_one "$REPO_ROOT/${m%%:*}" "${m#*:}"
+done
 # Drop links whose project file is gone (deleted or renamed).
 while IFS= read -r -d '' l; do
     if [[ "$(readlink "$l")" == "$REPO_ROOT"/* && ! -e "$l" ]]; then
         log "removing stale link ${l#"$SRC_DIR"/}"
         rm -f "$l"
     fi
-done < <(find "$SRC_DIR/hw" "$SRC_DIR/tests" -type l -print0)
+done < <(find "$SRC_DIR/hw" "$SRC_DIR/tests" "$SRC_DIR/configs" -type l -print0)
 
 # Configure and ninja only read the tree: let other builds compile too.
 flock -s 9

@@ -12,7 +12,9 @@
 #
 # The fuzzing build is made by scripts/build-qemu.sh in $BUILD_DIR/qemu-fuzz
 # from the same patched source tree as $BUILD_DIR/qemu-build: clang,
-# --enable-fuzzing, --enable-asan, --enable-ubsan. Besides qemu-fuzz-x86_64
+# --enable-fuzzing, --enable-asan, --enable-ubsan, and only the devices its
+# users start (scripts/qemu-devices/x86_64-sanitizer.mak: q35, the PCIe
+# root port, ixgbe, igb). Besides qemu-fuzz-x86_64
 # it holds an ASan + UBSan qemu-system-x86_64 and the ixgbe qtests, which
 # 'scripts/run-qtest.sh --sanitizer' runs.
 #
@@ -115,6 +117,7 @@ need_cmd clang clang++ llvm-symbolizer
 args=(--build-name qemu-fuzz
     --configure-arg --cc=clang --configure-arg --cxx=clang++
     --configure-arg --enable-fuzzing --configure-arg --enable-asan --configure-arg --enable-ubsan
+    --configure-arg --without-default-devices --configure-arg --with-devices-x86_64=ixgbe-sanitizer
     --target qemu-fuzz-x86_64)
 if ((no_build)); then
     [[ -x "$FUZZER" ]] || die "$FUZZER is missing (run scripts/fuzz.sh --build-only)"
