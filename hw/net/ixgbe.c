@@ -638,11 +638,11 @@ static bool ixgbe_sfp_needed(void *opaque)
 
 static const VMStateDescription ixgbe_vmstate_sfp_cage = {
     .name = "ixgbe/sfp",
-    .version_id = 1,
-    .minimum_version_id = 1,
+    .version_id = 2,
+    .minimum_version_id = 2,
     .needed = ixgbe_sfp_needed,
     .fields = (const VMStateField[]) {
-        VMSTATE_STRUCT(core.sfp, IxgbeState, 1, ixgbe_vmstate_sfp, IxgbeSfp),
+        VMSTATE_STRUCT(core.sfp, IxgbeState, 2, ixgbe_vmstate_sfp, IxgbeSfp),
         VMSTATE_END_OF_LIST()
     }
 };

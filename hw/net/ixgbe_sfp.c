@@ -1,25 +1,19 @@
 /*
- * Intel 82599 10 GbE controller: the port's media, the SFP+ module and
- * the I2C bus to it.
+ * Intel 82599 10 GbE controller: the port's media and the SFP+ cage.
  *
  * The backplane parts (10GBASE-KR, and the KX4/KX/KR combined part) only
  * differ in the link modes AUTOC advertises.  The SFP+ part (0x10FB, the
  * X520 adapters) has a cage: the driver finds out what is in it by
  * bit-banging I2C through I2CCTL, the cage reports a module on pin SDP2
  * (ESDP, with a GPI_SDP2 interrupt when that changes) and the driver
- * switches an optic's transmitter off through SDP3 (TX_DISABLE).  The
- * module is an SFF-8472 memory on the bus at 0xA0 (the serial ID) and,
- * for optics with diagnostics, at 0xA2 (thresholds, live readings,
- * alarm flags).
+ * switches an optic's transmitter off through SDP3 (TX_DISABLE).
  *
- * The I2C slave sees the bus as a real one would: it samples SDA on the
- * rising edge of SCL, changes its own SDA output after the falling edge,
- * and takes an SDA edge while SCL is high for a START or STOP.  The line
- * is the wired AND of the driver's DATA_OUT and the module's output.
+ * The cage's I2C bus is a QEMU I2C bus driven by QEMU's bit-bang I2C
+ * master logic (bitbang_i2c) from I2CCTL's SCL and SDA outputs; I2CCTL
+ * reads the SDA line it returns.  On the bus sits the module, an
+ * SFF-8472 memory at 0xA0 and, for optics, 0xA2 (ixgbe_sfp_module.c).
  * What a driver does wrong on the bus (both lines changed in one write,
- * clock pulses without a START, a START or STOP in the middle of a byte,
- * a read running off the end of a page, writes to read-only bytes) is a
- * guest error; the module behaves as a real one would.
+ * a START or STOP in the middle of a byte) is a guest error.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -28,13 +22,12 @@
 #include "qemu/log.h"
 #include "qemu/error-report.h"
 #include "qapi/error.h"
+#include "hw/qdev-properties.h"
 #include "net/net.h"
+#include "hw/i2c/bitbang_i2c.h"
 #include "ixgbe_core.h"
 #include "ixgbe_sfp.h"
 #include "trace.h"
-
-#define SFP_A0          0xA0    /* serial ID page (SFF-8472 A0h) */
-#define SFP_A2          0xA2    /* diagnostics page (SFF-8472 A2h) */
 
 static const char *const ixgbe_sfp_names[IXGBE_SFP__MAX] = {
     [IXGBE_SFP_NONE] = "none",
@@ -65,7 +58,7 @@ bool ixgbe_sfp_type_parse(const char *name, IxgbeSfpType *type,
 }
 
 /* ------------------------------------------------------------------ */
-/* The module's memory                                                 */
+/* The I2C bus                                                         */
 /* ------------------------------------------------------------------ */
 
 static bool ixgbe_sfp_present(IxgbeSfp *sfp)
@@ -75,413 +68,91 @@ static bool ixgbe_sfp_present(IxgbeSfp *sfp)
 
 static bool ixgbe_sfp_is_optic(IxgbeSfp *sfp)
 {
-    return sfp->type == IXGBE_SFP_SR || sfp->type == IXGBE_SFP_UNSUPPORTED;
+    return ixgbe_sfp_type_is_optic(sfp->type);
 }
 
-/* A passive cable has no diagnostics and does not answer at 0xA2 */
-static bool ixgbe_sfp_answers(IxgbeSfp *sfp, uint8_t dev)
+/* The module's pins as the cage drives them now */
+static void ixgbe_sfp_sync_pins(IxgbeCore *core)
 {
-    if (!ixgbe_sfp_present(sfp)) {
-        return false;
-    }
-    return dev == SFP_A0 || (dev == SFP_A2 && ixgbe_sfp_is_optic(sfp));
+    ixgbe_sfp_module_set_pins(&core->sfp.module,
+                              ixgbe_get(core, IXGBE_ESDP) & IXGBE_ESDP_SDP3,
+                              qemu_get_queue(core->nic)->link_down);
 }
-
-static void put_str(uint8_t *p, const char *s, size_t len)
-{
-    memset(p, ' ', len);
-    memcpy(p, s, MIN(strlen(s), len));
-}
-
-static void put_be16(uint8_t *p, uint16_t v)
-{
-    p[0] = v >> 8;
-    p[1] = v;
-}
-
-static uint8_t sum8(const uint8_t *p, size_t len)
-{
-    uint8_t s = 0;
-
-    while (len--) {
-        s += *p++;
-    }
-    return s;
-}
-
-/* SFF-8472 serial ID (A0h), bytes the driver and ethtool -m read */
-enum {
-    SFF_ID = 0, SFF_EXT_ID = 1, SFF_CONNECTOR = 2,
-    SFF_10G_COMP = 3, SFF_1G_COMP = 6, SFF_CABLE_TECH = 8,
-    SFF_ENCODING = 11, SFF_BR_NOMINAL = 12,
-    SFF_LEN_OM2 = 16, SFF_LEN_OM1 = 17, SFF_LEN_COPPER = 18, SFF_LEN_OM3 = 19,
-    SFF_VENDOR_NAME = 20, SFF_VENDOR_OUI = 37, SFF_VENDOR_PN = 40,
-    SFF_VENDOR_REV = 56, SFF_WAVELENGTH = 60, SFF_CC_BASE = 63,
-    SFF_OPTIONS = 64, SFF_VENDOR_SN = 68, SFF_DATE = 84,
-    SFF_DIAG_TYPE = 92, SFF_ENH_OPTIONS = 93, SFF_8472_COMP = 94,
-    SFF_CC_EXT = 95,
-};
-
-static void ixgbe_sfp_build_a0(IxgbeSfp *sfp, uint8_t *a0)
-{
-    static const uint8_t intel_oui[3] = { 0x00, 0x1B, 0x21 };
-    /* An OUI no driver knows: the optic of an unknown third party */
-    static const uint8_t other_oui[3] = { 0x00, 0x00, 0x00 };
-
-    memset(a0, 0, IXGBE_SFP_PAGE_SIZE);
-    a0[SFF_ID] = 0x03;                  /* SFP/SFP+ */
-    a0[SFF_EXT_ID] = 0x04;              /* serial ID module definition */
-    a0[SFF_ENCODING] = 0x06;            /* 64B/66B */
-    a0[SFF_BR_NOMINAL] = 103;           /* 10.3 GBd */
-    put_str(&a0[SFF_VENDOR_REV], "A", 4);
-    put_str(&a0[SFF_DATE], "250101", 8);
-
-    switch (sfp->type) {
-    case IXGBE_SFP_DA:
-        a0[SFF_CONNECTOR] = 0x21;       /* copper pigtail */
-        a0[SFF_CABLE_TECH] = 0x04;      /* passive cable */
-        a0[SFF_LEN_COPPER] = 3;         /* metres */
-        put_str(&a0[SFF_VENDOR_NAME], "QEMU", 16);
-        memcpy(&a0[SFF_VENDOR_OUI], other_oui, 3);
-        put_str(&a0[SFF_VENDOR_PN], "QEMU-SFP-DAC-3M", 16);
-        put_str(&a0[SFF_VENDOR_SN], "QDA0000000000001", 16);
-        a0[SFF_WAVELENGTH] = 0x01;      /* SFF-8431 appendix E cable */
-        break;
-    case IXGBE_SFP_SR:
-    case IXGBE_SFP_UNSUPPORTED:
-        a0[SFF_CONNECTOR] = 0x07;       /* LC */
-        a0[SFF_10G_COMP] = 0x10;        /* 10GBASE-SR */
-        a0[SFF_LEN_OM2] = 8;            /* 80 m */
-        a0[SFF_LEN_OM1] = 3;            /* 30 m */
-        a0[SFF_LEN_OM3] = 30;           /* 300 m */
-        put_be16(&a0[SFF_WAVELENGTH], 850);
-        a0[SFF_OPTIONS + 1] = 0x1A;     /* TX_DISABLE, TX_FAULT, RX_LOS */
-        a0[SFF_DIAG_TYPE] = 0x68;       /* DDM, internal, average RX */
-        a0[SFF_ENH_OPTIONS] = 0xC0;     /* alarm flags, soft TX_DISABLE */
-        a0[SFF_8472_COMP] = 0x05;       /* SFF-8472 rev 11.0 */
-        if (sfp->type == IXGBE_SFP_SR) {
-            put_str(&a0[SFF_VENDOR_NAME], "Intel Corp", 16);
-            memcpy(&a0[SFF_VENDOR_OUI], intel_oui, 3);
-            put_str(&a0[SFF_VENDOR_PN], "QEMU-E10GSFPSR", 16);
-            put_str(&a0[SFF_VENDOR_SN], "QSR0000000000001", 16);
-        } else {
-            put_str(&a0[SFF_VENDOR_NAME], "QEMU OTHER", 16);
-            memcpy(&a0[SFF_VENDOR_OUI], other_oui, 3);
-            put_str(&a0[SFF_VENDOR_PN], "QEMU-SFP-SR", 16);
-            put_str(&a0[SFF_VENDOR_SN], "QOT0000000000001", 16);
-        }
-        break;
-    default:
-        g_assert_not_reached();
-    }
-    a0[SFF_CC_BASE] = sum8(a0, SFF_CC_BASE);
-    a0[SFF_CC_EXT] = sum8(&a0[SFF_OPTIONS], SFF_CC_EXT - SFF_OPTIONS);
-}
-
-/* SFF-8472 diagnostics (A2h) */
-enum {
-    DDM_THRESHOLDS = 0, DDM_CC_DMI = 95,
-    DDM_TEMP = 96, DDM_VCC = 98, DDM_TX_BIAS = 100, DDM_TX_POWER = 102,
-    DDM_RX_POWER = 104, DDM_STATUS = 110, DDM_ALARMS = 112,
-    DDM_WARNINGS = 116, DDM_EXT_CONTROL = 118, DDM_USER = 128,
-    DDM_USER_END = 247,
-};
-
-#define DDM_NVALUES 5
 
 /*
- * Alarm high, alarm low, warning high, warning low of temperature
- * (1/256 degree C), Vcc (100 uV), TX bias (2 uA), TX and RX power
- * (0.1 uW), as a 10GBASE-SR optic sets them.
+ * The bus forgets any transfer; the master's lines are I2CCTL's outputs
+ * and the module releases SDA.  (bitbang_i2c_init() leaves the state and
+ * the address of a transfer alone: its users start from zeroed memory.)
  */
-static const int32_t ddm_thresholds[DDM_NVALUES][4] = {
-    { 75 * 256, -5 * 256, 70 * 256, 0 },
-    { 36000, 30000, 35000, 31000 },
-    { 7500, 500, 6000, 1000 },
-    { 10000, 1000, 7900, 1900 },
-    { 10000, 100, 7900, 200 },
-};
-
-static void ixgbe_sfp_readings(IxgbeCore *core, int32_t *v)
+static void ixgbe_sfp_bus_idle(IxgbeCore *core)
 {
     IxgbeSfp *sfp = &core->sfp;
-    bool tx_on = !(ixgbe_get(core, IXGBE_ESDP) & IXGBE_ESDP_SDP3) &&
-                 !(sfp->a2_user[DDM_STATUS] & 0x40);
-    bool rx_light = !qemu_get_queue(core->nic)->link_down;
+    uint32_t i2cctl = ixgbe_get(core, IXGBE_I2CCTL);
 
-    v[0] = 35 * 256 + 128;              /* 35.5 C */
-    v[1] = 33000;                       /* 3.3 V */
-    v[2] = tx_on ? 3000 : 0;            /* 6 mA */
-    v[3] = tx_on ? 6000 : 0;            /* 0.6 mW, -2.2 dBm */
-    v[4] = rx_light ? 5000 : 0;         /* 0.5 mW, -3.0 dBm */
-}
-
-static void ixgbe_sfp_build_a2(IxgbeCore *core, uint8_t *a2)
-{
-    IxgbeSfp *sfp = &core->sfp;
-    int32_t v[DDM_NVALUES];
-    uint8_t status = 0;
-    uint16_t alarms = 0, warnings = 0;
-
-    memset(a2, 0, IXGBE_SFP_PAGE_SIZE);
-    for (unsigned i = 0; i < DDM_NVALUES; i++) {
-        for (unsigned j = 0; j < 4; j++) {
-            put_be16(&a2[DDM_THRESHOLDS + i * 8 + j * 2],
-                     ddm_thresholds[i][j]);
-        }
-    }
-    a2[DDM_CC_DMI] = sum8(a2, DDM_CC_DMI);
-
-    ixgbe_sfp_readings(core, v);
-    for (unsigned i = 0; i < DDM_NVALUES; i++) {
-        const int32_t *t = ddm_thresholds[i];
-        unsigned bit = 15 - i * 2;      /* high flag; the low one follows */
-
-        put_be16(&a2[DDM_TEMP + i * 2], v[i]);
-        alarms |= (v[i] > t[0]) << bit | (v[i] < t[1]) << (bit - 1);
-        warnings |= (v[i] > t[2]) << bit | (v[i] < t[3]) << (bit - 1);
-    }
-    put_be16(&a2[DDM_ALARMS], alarms);
-    put_be16(&a2[DDM_WARNINGS], warnings);
-
-    if (ixgbe_get(core, IXGBE_ESDP) & IXGBE_ESDP_SDP3) {
-        status |= 0x80;                 /* TX_DISABLE pin */
-    }
-    status |= sfp->a2_user[DDM_STATUS] & 0x48;  /* soft TX_DISABLE, RS */
-    if (!v[4]) {
-        status |= 0x02;                 /* RX_LOS */
-    }
-    a2[DDM_STATUS] = status;            /* bit 0 clear: data ready */
-    a2[DDM_EXT_CONTROL] = sfp->a2_user[DDM_EXT_CONTROL];
-    memcpy(&a2[DDM_USER], &sfp->a2_user[DDM_USER],
-           DDM_USER_END + 1 - DDM_USER);
-}
-
-uint8_t ixgbe_sfp_byte(IxgbeCore *core, uint8_t dev, uint8_t offset)
-{
-    uint8_t page[IXGBE_SFP_PAGE_SIZE];
-
-    if (!ixgbe_sfp_answers(&core->sfp, dev)) {
-        return 0xFF;
-    }
-    if (dev == SFP_A0) {
-        ixgbe_sfp_build_a0(&core->sfp, page);
-    } else {
-        ixgbe_sfp_build_a2(core, page);
-    }
-    return page[offset];
-}
-
-static bool ixgbe_sfp_writable(uint8_t dev, uint8_t offset)
-{
-    return dev == SFP_A2 &&
-           (offset == DDM_STATUS || offset == DDM_EXT_CONTROL ||
-            (offset >= DDM_USER && offset <= DDM_USER_END));
-}
-
-static void ixgbe_sfp_store(IxgbeCore *core, uint8_t offset, uint8_t val)
-{
-    IxgbeSfp *sfp = &core->sfp;
-
-    trace_ixgbe_sfp_i2c_write(sfp->dev, offset, val);
-    if (!ixgbe_sfp_writable(sfp->dev, offset)) {
-        qemu_log_mask(LOG_GUEST_ERROR,
-                      "ixgbe: I2C write of 0x%02x to read-only SFP+ byte "
-                      "0x%02x of page 0x%02x ignored\n",
-                      val, offset, sfp->dev);
+    if (!sfp->bus) {
         return;
     }
-    sfp->a2_user[offset] = val;
+    i2c_end_transfer(sfp->bus);
+    bitbang_i2c_init(&sfp->i2c, sfp->bus);
+    sfp->i2c.state = STOPPED;
+    sfp->i2c.current_addr = -1;
+    sfp->i2c.buffer = 0;
+    sfp->i2c.last_clock = !!(i2cctl & IXGBE_I2CCTL_CLK_OUT);
+    sfp->i2c.last_data = !!(i2cctl & IXGBE_I2CCTL_DATA_OUT);
+    sfp->sda = sfp->i2c.last_data;
 }
 
-/* ------------------------------------------------------------------ */
-/* The I2C slave                                                       */
-/* ------------------------------------------------------------------ */
-
-static void ixgbe_i2c_idle(IxgbeSfp *sfp)
+/* Bits of the byte on the bus a START or STOP would cut short, or 0 */
+static unsigned ixgbe_sfp_bits_cut(bitbang_i2c_state state)
 {
-    sfp->state = IXGBE_I2C_IDLE;
-    sfp->nbits = 0;
-    sfp->shift = 0;
-    sfp->ack_phase = false;
-    sfp->master_ack = false;
-    sfp->sda_out = true;
-}
-
-static bool ixgbe_i2c_mid_byte(IxgbeSfp *sfp)
-{
-    switch (sfp->state) {
-    case IXGBE_I2C_ADDR:
-    case IXGBE_I2C_WRITE:
-        /* A repeated START or a STOP follows one clock with SDA high */
-        return sfp->ack_phase || sfp->nbits > 1;
-    case IXGBE_I2C_READ:
-        return true;
-    default:
-        return false;
+    /* A repeated START or a STOP follows one clock with SDA high */
+    if (state > SENDING_BIT6 && state <= SENDING_BIT0) {
+        return state - SENDING_BIT7;
     }
+    if (state == WAITING_FOR_ACK || state == SENDING_ACK) {
+        return 8;
+    }
+    /* A read goes on until the host NACKs a byte */
+    if (state >= RECEIVING_BIT7 && state <= RECEIVING_BIT0) {
+        return state - RECEIVING_BIT7;
+    }
+    return 0;
 }
 
-static void ixgbe_i2c_start(IxgbeSfp *sfp)
+static void ixgbe_sfp_i2c_set(IxgbeSfp *sfp, int line, bool level)
 {
-    if (ixgbe_i2c_mid_byte(sfp)) {
+    bool sda_edge = line == BITBANG_I2C_SDA && sfp->i2c.last_clock &&
+                    sfp->i2c.last_data != level;
+
+    if (sda_edge && (ixgbe_sfp_bits_cut(sfp->i2c.state) ||
+                     sfp->i2c.state == RECEIVING_BIT7)) {
         qemu_log_mask(LOG_GUEST_ERROR,
-                      "ixgbe: I2C START after %u bits of a byte: the "
-                      "transfer is abandoned\n", sfp->nbits);
+                      "ixgbe: I2C %s after %u bits of a byte: the "
+                      "transfer is abandoned\n", level ? "STOP" : "START",
+                      ixgbe_sfp_bits_cut(sfp->i2c.state));
     }
-    trace_ixgbe_sfp_i2c_start();
-    ixgbe_i2c_idle(sfp);
-    sfp->state = IXGBE_I2C_ADDR;
-    sfp->wrapped_logged = false;
-}
-
-static void ixgbe_i2c_stop(IxgbeSfp *sfp)
-{
-    if (ixgbe_i2c_mid_byte(sfp)) {
-        qemu_log_mask(LOG_GUEST_ERROR,
-                      "ixgbe: I2C STOP after %u bits of a byte: the "
-                      "transfer is abandoned\n", sfp->nbits);
+    sfp->sda = bitbang_i2c_set(&sfp->i2c, line, level);
+    /*
+     * A STOP after a repeated START whose address byte was not complete
+     * leaves the bus's transfer open (bitbang_i2c ends it only once it
+     * knows the address): end it here.
+     */
+    if (sfp->i2c.state == STOPPED && i2c_bus_busy(sfp->bus)) {
+        i2c_end_transfer(sfp->bus);
     }
-    trace_ixgbe_sfp_i2c_stop();
-    ixgbe_i2c_idle(sfp);
-    sfp->idle_clock_logged = false;
-}
-
-/* The module puts the next byte of a read on the bus */
-static void ixgbe_i2c_load(IxgbeCore *core)
-{
-    IxgbeSfp *sfp = &core->sfp;
-
-    sfp->shift = ixgbe_sfp_byte(core, sfp->dev, sfp->offset);
-    trace_ixgbe_sfp_i2c_read(sfp->dev, sfp->offset, sfp->shift);
-    sfp->nbits = 0;
-    sfp->sda_out = sfp->shift & 0x80;
-}
-
-static void ixgbe_i2c_scl_rise(IxgbeSfp *sfp, bool sda)
-{
-    switch (sfp->state) {
-    case IXGBE_I2C_ADDR:
-    case IXGBE_I2C_WRITE:
-        if (!sfp->ack_phase) {
-            sfp->shift = sfp->shift << 1 | sda;
-            sfp->nbits++;
-        }
-        break;
-    case IXGBE_I2C_READ:
-        if (sfp->ack_phase) {
-            sfp->master_ack = !sda;
-        } else {
-            sfp->nbits++;
-        }
-        break;
-    default:
-        break;
-    }
-}
-
-static void ixgbe_i2c_scl_fall(IxgbeCore *core)
-{
-    IxgbeSfp *sfp = &core->sfp;
-
-    switch (sfp->state) {
-    case IXGBE_I2C_IDLE:
-        if (!sfp->idle_clock_logged) {
-            sfp->idle_clock_logged = true;
-            qemu_log_mask(LOG_GUEST_ERROR,
-                          "ixgbe: I2C clock pulses without a START "
-                          "condition are ignored\n");
-        }
-        break;
-    case IXGBE_I2C_ADDR:
-        if (sfp->ack_phase) {
-            bool acked = !sfp->sda_out;
-
-            sfp->ack_phase = false;
-            sfp->nbits = 0;
-            sfp->sda_out = true;
-            if (!acked) {
-                sfp->state = IXGBE_I2C_IGNORE;
-            } else if (sfp->shift & 1) {
-                sfp->state = IXGBE_I2C_READ;
-                ixgbe_i2c_load(core);
-            } else {
-                sfp->state = IXGBE_I2C_WRITE;
-                sfp->have_offset = false;
-            }
-        } else if (sfp->nbits == 8) {
-            uint8_t dev = sfp->shift & 0xFE;
-            bool ack = ixgbe_sfp_answers(sfp, dev);
-
-            trace_ixgbe_sfp_i2c_addr(sfp->shift, ack);
-            if (ack) {
-                sfp->dev = dev;
-            }
-            sfp->sda_out = !ack;
-            sfp->ack_phase = true;
-        }
-        break;
-    case IXGBE_I2C_WRITE:
-        if (sfp->ack_phase) {
-            sfp->ack_phase = false;
-            sfp->nbits = 0;
-            sfp->sda_out = true;
-        } else if (sfp->nbits == 8) {
-            if (!sfp->have_offset) {
-                sfp->offset = sfp->shift;
-                sfp->have_offset = true;
-            } else {
-                ixgbe_sfp_store(core, sfp->offset++, sfp->shift);
-            }
-            sfp->shift = 0;
-            sfp->sda_out = false;       /* ACK */
-            sfp->ack_phase = true;
-        }
-        break;
-    case IXGBE_I2C_READ:
-        if (sfp->ack_phase) {
-            /* The byte pointer moves past every byte sent */
-            sfp->ack_phase = false;
-            sfp->offset++;
-            if (sfp->master_ack) {
-                if (!sfp->offset && !sfp->wrapped_logged) {
-                    sfp->wrapped_logged = true;
-                    qemu_log_mask(LOG_GUEST_ERROR,
-                                  "ixgbe: I2C read ran past the end of SFP+ "
-                                  "page 0x%02x: it wraps to byte 0\n",
-                                  sfp->dev);
-                }
-                ixgbe_i2c_load(core);
-            } else {
-                sfp->state = IXGBE_I2C_IGNORE;
-                sfp->sda_out = true;
-            }
-        } else if (sfp->nbits == 8) {
-            sfp->sda_out = true;        /* the master acknowledges */
-            sfp->ack_phase = true;
-        } else {
-            sfp->sda_out = (sfp->shift << sfp->nbits) & 0x80;
-        }
-        break;
-    default:
-        break;
-    }
-}
-
-static bool ixgbe_i2c_line_sda(IxgbeSfp *sfp, uint32_t i2cctl)
-{
-    return (i2cctl & IXGBE_I2CCTL_DATA_OUT) && sfp->sda_out;
 }
 
 static uint32_t ixgbe_sfp_read_i2cctl(IxgbeCore *core, hwaddr addr)
 {
+    IxgbeSfp *sfp = &core->sfp;
     uint32_t v = ixgbe_get(core, addr);
 
     v &= IXGBE_I2CCTL_CLK_OUT | IXGBE_I2CCTL_DATA_OUT;
     if (v & IXGBE_I2CCTL_CLK_OUT) {
         v |= IXGBE_I2CCTL_CLK_IN;       /* no module stretches the clock */
     }
-    if (ixgbe_i2c_line_sda(&core->sfp, v)) {
+    /* Without a cage nothing pulls SDA down but the master */
+    if (sfp->bus ? sfp->sda : !!(v & IXGBE_I2CCTL_DATA_OUT)) {
         v |= IXGBE_I2CCTL_DATA_IN;
     }
     return v;
@@ -491,30 +162,28 @@ static void ixgbe_sfp_write_i2cctl(IxgbeCore *core, hwaddr addr, uint32_t val,
                                    uint32_t old)
 {
     IxgbeSfp *sfp = &core->sfp;
-    bool scl0 = old & IXGBE_I2CCTL_CLK_OUT;
-    bool scl1 = val & IXGBE_I2CCTL_CLK_OUT;
-    bool sda_changed = (old ^ val) & IXGBE_I2CCTL_DATA_OUT;
-    bool line0 = ixgbe_i2c_line_sda(sfp, old);
-    bool line1;
+    bool scl = val & IXGBE_I2CCTL_CLK_OUT;
+    bool sda = val & IXGBE_I2CCTL_DATA_OUT;
 
     *ixgbe_reg(core, addr) = val & (IXGBE_I2CCTL_CLK_OUT |
                                     IXGBE_I2CCTL_DATA_OUT);
-    if (scl0 != scl1 && sda_changed) {
+    if (((old ^ val) & IXGBE_I2CCTL_CLK_OUT) &&
+        ((old ^ val) & IXGBE_I2CCTL_DATA_OUT)) {
         qemu_log_mask(LOG_GUEST_ERROR,
                       "ixgbe: I2CCTL write 0x%x changes SCL and SDA at once; "
                       "taken as SDA changing while SCL is low\n", val);
     }
-    if (scl0 == scl1) {
-        line1 = ixgbe_i2c_line_sda(sfp, val);
-        if (scl1 && line0 && !line1) {
-            ixgbe_i2c_start(sfp);
-        } else if (scl1 && !line0 && line1) {
-            ixgbe_i2c_stop(sfp);
-        }
-    } else if (scl1) {
-        ixgbe_i2c_scl_rise(sfp, ixgbe_i2c_line_sda(sfp, val));
+    if (!sfp->bus) {
+        return;
+    }
+    ixgbe_sfp_sync_pins(core);
+    /* SDA changes while SCL is low: SCL falls first, or rises last */
+    if (scl) {
+        ixgbe_sfp_i2c_set(sfp, BITBANG_I2C_SDA, sda);
+        ixgbe_sfp_i2c_set(sfp, BITBANG_I2C_SCL, scl);
     } else {
-        ixgbe_i2c_scl_fall(core);
+        ixgbe_sfp_i2c_set(sfp, BITBANG_I2C_SCL, scl);
+        ixgbe_sfp_i2c_set(sfp, BITBANG_I2C_SDA, sda);
     }
 }
 
@@ -573,7 +242,36 @@ void ixgbe_sfp_init(IxgbeCore *core, IxgbeMedia media, IxgbeSfpType type)
 
     sfp->media = media;
     sfp->type = media == IXGBE_MEDIA_SFP ? type : IXGBE_SFP_NONE;
-    ixgbe_i2c_idle(sfp);
+}
+
+/* An SFP+ part gets its cage's I2C bus, and the module on it */
+static void ixgbe_sfp_realize(IxgbeCore *core)
+{
+    IxgbeSfp *sfp = &core->sfp;
+    Object *owner = OBJECT(core->owner);
+
+    if (sfp->media != IXGBE_MEDIA_SFP) {
+        return;
+    }
+    sfp->bus = i2c_init_bus(DEVICE(owner), "sfp-i2c");
+    object_initialize_child(owner, "sfp-module", &sfp->module,
+                            TYPE_IXGBE_SFP_MODULE);
+    qdev_prop_set_uint8(DEVICE(&sfp->module), "address", IXGBE_SFP_A0 >> 1);
+    ixgbe_sfp_module_set_type(&sfp->module, sfp->type);
+    qdev_realize(DEVICE(&sfp->module), BUS(sfp->bus), &error_abort);
+    ixgbe_sfp_bus_idle(core);
+}
+
+/* The bus goes with the PCI function; the module goes now */
+static void ixgbe_sfp_unrealize(IxgbeCore *core)
+{
+    IxgbeSfp *sfp = &core->sfp;
+
+    if (sfp->bus) {
+        i2c_end_transfer(sfp->bus);
+        object_unparent(OBJECT(&sfp->module));
+        sfp->bus = NULL;
+    }
 }
 
 /*
@@ -591,8 +289,8 @@ void ixgbe_sfp_change_module(IxgbeCore *core, IxgbeSfpType type)
     trace_ixgbe_sfp_module(ixgbe_sfp_type_name(sfp->type),
                            ixgbe_sfp_type_name(type));
     sfp->type = type;
-    ixgbe_i2c_idle(sfp);
-    memset(sfp->a2_user, 0, sizeof(sfp->a2_user));
+    ixgbe_sfp_bus_idle(core);
+    ixgbe_sfp_module_set_type(&sfp->module, type);
     if (ixgbe_get(core, IXGBE_GPIE) & IXGBE_GPIE_SDP2_GPIEN) {
         ixgbe_raise_other_cause(core, IXGBE_EICR_GPI_SDP2);
     }
@@ -621,8 +319,7 @@ static void ixgbe_sfp_reset(IxgbeCore *core)
     }
     *ixgbe_reg(core, IXGBE_I2CCTL) = IXGBE_I2CCTL_CLK_OUT |
                                      IXGBE_I2CCTL_DATA_OUT;
-    ixgbe_i2c_idle(sfp);
-    sfp->idle_clock_logged = false;
+    ixgbe_sfp_bus_idle(core);
 }
 
 /* ------------------------------------------------------------------ */
@@ -700,40 +397,50 @@ static void ixgbe_sfp_build_eeprom(IxgbeCore *core)
 /* Migration                                                           */
 /* ------------------------------------------------------------------ */
 
+/*
+ * The bit-bang state must be one bitbang_i2c_set() can continue from;
+ * the module checks its own (ixgbe_vmstate_sfp_module).
+ */
 static bool ixgbe_sfp_post_load(IxgbeCore *core)
 {
     IxgbeSfp *sfp = &core->sfp;
+    bitbang_i2c_interface *i2c = &sfp->i2c;
 
-    if (sfp->type >= IXGBE_SFP__MAX ||
-        (sfp->media != IXGBE_MEDIA_SFP && sfp->type != IXGBE_SFP_NONE) ||
-        sfp->state > IXGBE_I2C_IGNORE || sfp->nbits > 8 ||
-        (sfp->dev != 0 && sfp->dev != SFP_A0 && sfp->dev != SFP_A2)) {
-        error_report("ixgbe: migrated SFP+ state is invalid (module %u, "
-                     "I2C state %u, %u bits, page 0x%02x)",
-                     sfp->type, sfp->state, sfp->nbits, sfp->dev);
+    if (sfp->media != IXGBE_MEDIA_SFP) {
+        return true;
+    }
+    if (i2c->state > SENT_NACK || i2c->last_data > 1u ||
+        i2c->last_clock > 1u || i2c->device_out > 1u ||
+        i2c->current_addr < -1 || i2c->current_addr > 0xFF) {
+        error_report("ixgbe: migrated SFP+ I2C bus state is invalid "
+                     "(state %u, lines %d/%d/%d, address %d)",
+                     i2c->state, i2c->last_clock, i2c->last_data,
+                     i2c->device_out, i2c->current_addr);
         return false;
     }
+    sfp->type = sfp->module.type;
     return true;
 }
 
+/*
+ * The cage: QEMU's bit-bang I2C master (bitbang_i2c has no migration
+ * state of its own), the SDA line it last returned and the module.  The
+ * transfer the bus itself has open travels in QEMU's "i2c_bus" section.
+ */
 const VMStateDescription ixgbe_vmstate_sfp = {
     .name = "ixgbe-sfp",
-    .version_id = 1,
-    .minimum_version_id = 1,
+    .version_id = 2,
+    .minimum_version_id = 2,
     .fields = (const VMStateField[]) {
-        VMSTATE_UINT32(type, IxgbeSfp),
-        VMSTATE_UINT32(state, IxgbeSfp),
-        VMSTATE_UINT8(shift, IxgbeSfp),
-        VMSTATE_UINT8(nbits, IxgbeSfp),
-        VMSTATE_BOOL(ack_phase, IxgbeSfp),
-        VMSTATE_BOOL(master_ack, IxgbeSfp),
-        VMSTATE_BOOL(sda_out, IxgbeSfp),
-        VMSTATE_UINT8(dev, IxgbeSfp),
-        VMSTATE_UINT8(offset, IxgbeSfp),
-        VMSTATE_BOOL(have_offset, IxgbeSfp),
-        VMSTATE_BOOL(idle_clock_logged, IxgbeSfp),
-        VMSTATE_BOOL(wrapped_logged, IxgbeSfp),
-        VMSTATE_UINT8_ARRAY(a2_user, IxgbeSfp, IXGBE_SFP_PAGE_SIZE),
+        VMSTATE_UINT32(i2c.state, IxgbeSfp),
+        VMSTATE_INT32(i2c.last_data, IxgbeSfp),
+        VMSTATE_INT32(i2c.last_clock, IxgbeSfp),
+        VMSTATE_INT32(i2c.device_out, IxgbeSfp),
+        VMSTATE_UINT8(i2c.buffer, IxgbeSfp),
+        VMSTATE_INT32(i2c.current_addr, IxgbeSfp),
+        VMSTATE_BOOL(sda, IxgbeSfp),
+        VMSTATE_STRUCT(module, IxgbeSfp, 0, ixgbe_vmstate_sfp_module,
+                       IxgbeSfpModule),
         VMSTATE_END_OF_LIST()
     }
 };
@@ -747,6 +454,8 @@ static const IxgbeRegDesc ixgbe_sfp_regs[] = {
 };
 
 const IxgbePart ixgbe_sfp_part = {
+    .realize = ixgbe_sfp_realize,
+    .unrealize = ixgbe_sfp_unrealize,
     .eeprom = ixgbe_sfp_build_eeprom,
     .link_ok = ixgbe_sfp_link_ok,
     .regs = ixgbe_sfp_regs,
