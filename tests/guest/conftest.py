@@ -48,7 +48,18 @@ KERNEL_SENSITIVE_AREAS = {
 TRAFFIC_FAMILIES = ("datapath", "rss", "flow-director", "sfp")
 
 
+# The scenarios that, on the full-matrix kernel, run against the sanitizer
+# build's QEMU (meson's guest-asan, scripts/run-guest-sanitizer.sh: `-m
+# sanitizer`) rather than the plain one (guest-6.12: `-m "not sanitizer"`).
+SANITIZER_MARK = "sanitizer"
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{SANITIZER_MARK}: on kernel {FULL_MATRIX_KERNEL} the scenario runs against the ASan/UBSan QEMU "
+        "(guest-asan) instead of the plain one (guest-6.12); see tests/guest/README.md",
+    )
     config.addinivalue_line(
         "markers",
         "kernel_sensitive(area, family=None): the scenario also runs on the older guest kernel "

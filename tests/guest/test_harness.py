@@ -87,7 +87,7 @@ def test_dmesg_levels(vm: VM) -> None:
 def test_uptime_mark_is_after_what_came_before(vm: VM) -> None:
     """A record logged just before vm.uptime() is never after its mark,
     and one logged just after it always is."""
-    for i in range(20):
+    for i in range(8):
         vm.sh(f"echo '<4>before {i}' > /dev/kmsg")
         mark = vm.uptime()
         vm.sh(f"echo '<4>after {i}' > /dev/kmsg")
@@ -137,7 +137,7 @@ def test_a_guest_that_hangs_before_any_driver_boots_twice(image: GuestImage, qem
     """A boot that hangs before any NIC driver is loaded (here: an init
     that only waits, so the agent never starts) is tried once more with a
     warning, then fails; QEMU is gone and both boots are in the serial log."""
-    vm = VM(image, name="hang", log_dir=tmp_path, qemu=qemu, append="rdinit=/bin/cat", boot_timeout=15)
+    vm = VM(image, name="hang", log_dir=tmp_path, qemu=qemu, append="rdinit=/bin/cat", boot_timeout=8)
     with pytest.warns(UserWarning, match="boot 1 hung before any NIC driver"), pytest.raises(
         GuestError, match="guest agent not ready"
     ):

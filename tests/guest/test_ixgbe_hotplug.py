@@ -27,7 +27,7 @@ from ixgbe_testlib.nicargs import mac_address
 from ixgbe_testlib.vm import VM, VMFactory
 from scenarios import GUEST_IP, HOST_IP, assert_clean_log, assert_qemu_quiet, boot_user_nic, iperf3_both_ways
 
-pytestmark = pytest.mark.usefixtures("require_ixgbe")
+pytestmark = [pytest.mark.usefixtures("require_ixgbe"), pytest.mark.sanitizer]
 
 CYCLES = 2
 NIC_ID = "nic0"  # nic_args(..., index=0): device nic0 on root port rp0, netdev n0

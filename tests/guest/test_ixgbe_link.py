@@ -22,7 +22,7 @@ from scenarios import (
     check_set_link,
 )
 
-pytestmark = [pytest.mark.usefixtures("require_ixgbe"), pytest.mark.kernel_sensitive("link")]
+pytestmark = [pytest.mark.usefixtures("require_ixgbe"), pytest.mark.kernel_sensitive("link"), pytest.mark.sanitizer]
 
 LINK_CYCLES = 20
 RELOADS = 5

@@ -18,7 +18,7 @@ from scenarios import (
     boot_user_nic,
 )
 
-pytestmark = pytest.mark.usefixtures("require_ixgbe")
+pytestmark = [pytest.mark.usefixtures("require_ixgbe"), pytest.mark.sanitizer]
 
 VCPUS = 4
 

@@ -19,7 +19,7 @@ from scenarios import (
     iperf3_hostfwd,
 )
 
-pytestmark = pytest.mark.usefixtures("require_ixgbe")
+pytestmark = [pytest.mark.usefixtures("require_ixgbe"), pytest.mark.sanitizer]
 
 
 def tcp_both_ways(make_vm: VMFactory, name: str, device_opts: str = "") -> None:
