@@ -75,6 +75,15 @@ def test_meson_testlog() -> None:
     assert read_test_times(lines) == [SuiteTime("guest-6.1", 301.5, "OK"), SuiteTime("ansible", 12.0, "FAIL")]
 
 
+def test_meson_testlog_names_of_a_run_of_several_suites() -> None:
+    """A full `meson test` logs "SUITE - PROJECT:NAME"; the budgets use NAME."""
+    lines = [
+        json.dumps({"name": "guest - qemu-ixgbe:guest-6.1", "duration": 620.7, "result": "OK"}),
+        json.dumps({"name": "qtest+fuzz - qemu-ixgbe:qtest-asan", "duration": 34.8, "result": "OK"}),
+    ]
+    assert [t.name for t in read_test_times(lines)] == ["guest-6.1", "qtest-asan"]
+
+
 def test_report_flags_over_budget_and_missing_budgets() -> None:
     table = rows(
         {"deps": 50, "total": 2500, "build:qemu-build": 400},

@@ -81,13 +81,23 @@ class SuiteTime:
     result: str
 
 
+def registered_name(logged: str) -> str:
+    """The name a test was registered with, from the one meson logs: a run
+    of several suites logs "SUITE[+SUITE] - PROJECT:NAME"."""
+    if " - " in logged:
+        logged = logged.split(" - ", 1)[1]
+        logged = logged.split(":", 1)[-1]
+    return logged
+
+
 def read_test_times(lines: Iterable[str]) -> list[SuiteTime]:
     """meson's testlog.json (one JSON object a line) -> each test's time."""
     out = []
     for line in lines:
         if line.strip():
             r = json.loads(line)
-            out.append(SuiteTime(str(r.get("name", "?")), float(r.get("duration", 0)), str(r.get("result", "?"))))
+            name = registered_name(str(r.get("name", "?")))
+            out.append(SuiteTime(name, float(r.get("duration", 0)), str(r.get("result", "?"))))
     return out
 
 
