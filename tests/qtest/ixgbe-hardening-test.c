@@ -432,7 +432,6 @@ static void unplug_mid_packet(uint64_t buf_addr)
 {
     IxgbeTest t;
     uint64_t ring, buf = buf_addr;
-    uint8_t exp;
 
     ixgbe_test_boot(&t, true, "-global ICH9-LPC.acpi-pci-hotplug-with-"
                     "bridge-support=off");
@@ -445,11 +444,7 @@ static void unplug_mid_packet(uint64_t buf_addr)
     g_assert_cmpuint(rd(&t, txq(0, IXGBE_TXQ_TDH)), ==, 1);
     backend_assert_silent(&t);
 
-    exp = qpci_find_capability(t.port, PCI_CAP_ID_EXP, 0);
-    slot_power(t.port, exp, false);
-    wait_device_deleted(t.qts, "nic0");
-    g_free(t.dev);
-    t.dev = NULL;
+    unplug_by_slot_power(&t);
     /* QEMU is still there and answers */
     qtest_qmp_assert_success(t.qts, "{'execute': 'query-status'}");
     ixgbe_test_stop(&t);

@@ -606,7 +606,6 @@ static void test_migration_after_unplug(void)
     g_autofree char *path = NULL;
     g_autofree char *uri = NULL;
     int fd = g_file_open_tmp("ixgbe-sfp-mig-XXXXXX", &path, NULL);
-    uint8_t exp;
 
     g_assert_cmpint(fd, >=, 0);
     close(fd);
@@ -620,11 +619,7 @@ static void test_migration_after_unplug(void)
     g_assert_true(i2c_send(&src, SFP_A0 | 1));
     i2c_bit(&src, true);
 
-    exp = qpci_find_capability(src.port, PCI_CAP_ID_EXP, 0);
-    slot_power(src.port, exp, false);
-    wait_device_deleted(src.qts, "nic0");
-    g_free(src.dev);
-    src.dev = NULL;
+    unplug_by_slot_power(&src);
     qtest_qmp_assert_success(src.qts, "{'execute': 'stop'}");
     qtest_qmp_assert_success(src.qts, "{'execute': 'migrate', "
                              "'arguments': {'uri': %s}}", uri);

@@ -45,12 +45,7 @@ static void cross_boot(SriovTest *s, const char *extra)
 /* The guest powers its slot off: the device goes, QEMU stays */
 static void unplug_and_check(SriovTest *s)
 {
-    uint8_t exp = qpci_find_capability(s->t.port, PCI_CAP_ID_EXP, 0);
-
-    slot_power(s->t.port, exp, false);
-    wait_device_deleted(s->t.qts, "nic0");
-    g_free(s->t.dev);
-    s->t.dev = NULL;
+    unplug_by_slot_power(&s->t);
     qtest_qmp_assert_success(s->t.qts, "{'execute': 'query-status'}");
 }
 

@@ -594,6 +594,20 @@ void wait_device_deleted(QTestState *qts, const char *id)
     }
 }
 
+/*
+ * The guest powers off the slot of t's device (behind a root port, with
+ * the id "nic0") and the device goes; t no longer has one.
+ */
+void unplug_by_slot_power(IxgbeTest *t)
+{
+    uint8_t exp = qpci_find_capability(t->port, PCI_CAP_ID_EXP, 0);
+
+    slot_power(t->port, exp, false);
+    wait_device_deleted(t->qts, "nic0");
+    g_free(t->dev);
+    t->dev = NULL;
+}
+
 /* Act as the OS's hot-plug driver: set the slot's power and indicator */
 void slot_power(QPCIDevice *port, uint8_t exp, bool on)
 {

@@ -113,5 +113,6 @@ void patch_stream(const char *path, const uint8_t *pat, size_t len,
 void wait_device_deleted(QTestState *qts, const char *id);
 void slot_power(QPCIDevice *port, uint8_t exp, bool on);
 void slot_ack_events(QPCIDevice *port, uint8_t exp);
+void unplug_by_slot_power(IxgbeTest *t);
 
 #endif
