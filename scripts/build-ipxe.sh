@@ -62,7 +62,7 @@ while (($#)); do
         export "${1?}"
         ;;
     -h | --help)
-        sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
+        header_help
         exit 0
         ;;
     *) die "unknown argument: $1 (see scripts/build-ipxe.sh --help)" ;;

@@ -85,7 +85,7 @@ while (($#)); do
     --build-only) build_only=1 ;;
     --no-build) no_build=1 ;;
     -h | --help)
-        sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
+        header_help
         exit 0
         ;;
     *) die "unknown argument: $1 (see scripts/fuzz.sh --help)" ;;

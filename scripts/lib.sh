@@ -33,6 +33,12 @@ die() {
     exit 1
 }
 
+# The calling script's usage: its header comment (line 2 up to
+# `set -euo pipefail`), without the comment marks.
+header_help() {
+    sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
+}
+
 # Print the ERR location so a failing command inside a script names itself.
 _lib_on_err() {
     local rc=$? cmd=$BASH_COMMAND

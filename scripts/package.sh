@@ -57,7 +57,7 @@ while (($#)); do
         shift 2
         ;;
     -h | --help)
-        sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
+        header_help
         exit 0
         ;;
     *) die "unknown argument: $1 (see scripts/package.sh --help)" ;;

@@ -27,7 +27,7 @@ case "${1:-}" in
     --check) check=1 ;;
     "") ;;
     -h | --help)
-        sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
+        header_help
         exit 0
         ;;
     *) die "unknown argument '$1' (--check or nothing)" ;;
