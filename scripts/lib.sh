@@ -190,7 +190,8 @@ export SANITIZER_BUILD_DIR
 # shellcheck disable=SC2034 # used by the scripts that source this file
 QEMU_UNIT_TESTS=(
     tests/unit/test-io-task # qemu-patches: io/task, results at default priority
-    tests/unit/test-ixgbe-iov # the model's iovec walk, CRC and checksum
+    tests/unit/test-ixgbe-iov # the model's iovec walk and CRC
+    tests/unit/test-net-checksum # qemu-patches: net/checksum, 32 bits at a time
     tests/qtest/pcie-sriov-test # qemu-patches: pcie_sriov, NumVFs on load
 )
 

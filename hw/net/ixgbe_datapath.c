@@ -857,7 +857,8 @@ static void ixgbe_rx_fdir(IxgbeCore *core, const IxgbeRxFrame *f,
 /*
  * The sum of a TCP/UDP pseudo header: source and destination addresses of
  * alen bytes each, adjacent in the IP header as in both versions, the
- * protocol and the length
+ * protocol and the length (what eth_calc_ip4_pseudo_hdr_csum() and
+ * eth_calc_ip6_pseudo_hdr_csum() give, without building the header)
  */
 static uint32_t ixgbe_pseudo_sum(const uint8_t *addrs, size_t alen,
                                  uint8_t proto, uint16_t len)
@@ -876,13 +877,13 @@ static bool ixgbe_rx_ip4_csum_ok(struct NetRxPkt *pkt, const IxgbeRxFrame *f)
     size_t hlen = IP_HDR_GET_LEN(&net_rx_pkt_get_ip4_info(pkt)->ip4_hdr);
     size_t l3off = net_rx_pkt_get_l4_hdr_offset(pkt) - hlen;
 
-    return net_checksum_finish(ixgbe_iov_csum(f->iov, f->iovcnt, l3off,
-                                              hlen)) == 0;
+    return net_checksum_finish(net_checksum_add_iov(f->iov, f->iovcnt, l3off,
+                                                    hlen, 0)) == 0;
 }
 
 /*
  * The TCP or UDP checksum of a parsed frame, over the frame where it lies
- * (ixgbe_iov_csum): false when there is none to check (an IPv4 fragment,
+ * in the backend's pieces: false when there is none to check (an IPv4 fragment,
  * a UDP datagram sent without one), else *ok says whether it is right.
  * The length checked is the one the headers give, cut at the frame's end.
  */
@@ -923,7 +924,7 @@ static bool ixgbe_rx_l4_csum(struct NetRxPkt *pkt, const IxgbeRxFrame *f,
         sum = ixgbe_pseudo_sum((const uint8_t *)&iph->ip6_src, 16,
                                info->l4proto, csl);
     }
-    sum += ixgbe_iov_csum(f->iov, f->iovcnt, l4off, csl);
+    sum += net_checksum_add_iov(f->iov, f->iovcnt, l4off, csl, 0);
     sum = net_checksum_finish_nozero(sum);
     *ok = sum == 0 || sum == 0xFFFF;
     return true;

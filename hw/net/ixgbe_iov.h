@@ -1,6 +1,6 @@
 /*
  * Intel 82599 10 GbE controller: walks over a byte range of an iovec, and
- * the sums the receive path takes of a frame where it lies (ixgbe_iov.c).
+ * the CRC the receive path takes of a frame where it lies (ixgbe_iov.c).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -25,15 +25,5 @@ size_t ixgbe_iov_walk(const struct iovec *iov, int iovcnt, size_t off,
 /* CRC-32 (as zlib's crc32) of bytes [off, off + n), continuing crc */
 uint32_t ixgbe_iov_crc(uint32_t crc, const struct iovec *iov, int iovcnt,
                        size_t off, size_t n);
-
-/*
- * The Internet checksum's ones' complement sum of bytes [off, off + n)
- * as 16-bit big-endian words from the start of the range (an odd length
- * ends in a byte padded with zero), not yet folded or complemented: a
- * value to add to a pseudo header's sum and finish with
- * net_checksum_finish().
- */
-uint32_t ixgbe_iov_csum(const struct iovec *iov, int iovcnt, size_t off,
-                        size_t n);
 
 #endif
