@@ -21,6 +21,7 @@ import pwd
 import re
 import shutil
 import subprocess
+import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any, Dict, Iterator
@@ -38,6 +39,8 @@ TUNE_NAME = "qemu-ixgbe-test-pkg-tune"
 WORK = Path("/var/lib/libvirt/%s" % NAME)            # console socket
 IMAGES = Path("/var/lib/libvirt/images/%s" % NAME)   # kernel and initrd, relabelled by libvirt
 DEBIAN_FIRMWARE = ["seabios", "qemu-system-data", "ipxe-qemu"]
+# libvirt's site-local AppArmor files, which the package's postinst adds a line to.
+AA_LOCAL = ["/etc/apparmor.d/local/abstractions/libvirt-qemu", "/etc/apparmor.d/local/usr.sbin.libvirtd"]
 
 
 def installed_version() -> str:
@@ -87,13 +90,15 @@ def pkg_env(libvirtd: str, deb: Path, tmp_path_factory: pytest.TempPathFactory) 
                     "purge it first (dpkg --purge %s)" % (PKG, PKG))
     work = tmp_path_factory.mktemp("qemu-package")
     firmware = dpkg_verify(DEBIAN_FIRMWARE)
-    yield {"work": work, "deb": deb, "firmware": firmware}
+    yield {"work": work, "deb": deb, "firmware": firmware,
+           "aa_local": {f: Path(f).exists() for f in AA_LOCAL}}
     for name in (NAME, TUNE_NAME):
         remove_domain(name)
     shutil.rmtree(WORK, ignore_errors=True)
     shutil.rmtree(IMAGES, ignore_errors=True)
     purge()
     shutil.rmtree("/var/cache/qemu-ixgbe", ignore_errors=True)
+    Path("/etc/apt/sources.list.d/qemu_ixgbe.list").unlink(missing_ok=True)
 
 
 @pytest.fixture
@@ -301,9 +306,42 @@ def test_remove(pkg_env: Dict[str, Any]) -> None:
     run = role(pkg_env, "remove-again", qemu_package_state="absent")
     assert run.rc == 0 and run.host()["changed"] == 0, run.changed_tasks()
     assert dpkg_verify(DEBIAN_FIRMWARE) == pkg_env["firmware"]
-    for local in ("/etc/apparmor.d/local/abstractions/libvirt-qemu", "/etc/apparmor.d/local/usr.sbin.libvirtd"):
-        if Path(local).exists():
+    for local, existed in pkg_env["aa_local"].items():
+        assert Path(local).exists() == existed, "%s: there %s the install, not after the purge" % (
+            local, "before" if existed else "not before")
+        if existed:
             assert "qemu-ixgbe" not in Path(local).read_text(), local
+
+
+def test_install_from_a_repository(pkg_env: Dict[str, Any]) -> None:
+    """The same package from an apt repository (a flat file: repository
+    made with dpkg-scanpackages): installed, a second run changed=0, then
+    purged with its source line."""
+    # apt reads a file: repository as its unprivileged _apt user.
+    repo = Path(tempfile.mkdtemp(prefix="qemu-ixgbe-repo-", dir="/tmp"))
+    repo.chmod(0o755)
+    shutil.copy(pkg_env["deb"], repo)
+    with (repo / "Packages").open("w") as index:
+        subprocess.run(["dpkg-scanpackages", "."], cwd=str(repo), stdout=index, check=True,
+                       stderr=subprocess.DEVNULL)
+    line = "deb [trusted=yes] file:%s ./" % repo
+    version = subprocess.run(["dpkg-deb", "-f", str(pkg_env["deb"]), "Version"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+    try:
+        run = role(pkg_env, "repo", qemu_package_repo=line, qemu_package_version=version)
+        assert run.rc == 0, run.failures()
+        assert installed_version() == version
+        assert Path("/etc/apt/sources.list.d/qemu_ixgbe.list").read_text() == line + "\n"
+        run = role(pkg_env, "repo-again", qemu_package_repo=line, qemu_package_version=version)
+        assert run.rc == 0 and run.host()["changed"] == 0, run.changed_tasks()
+    finally:
+        run = role(pkg_env, "repo-remove", qemu_package_state="absent")
+        shutil.rmtree(repo, ignore_errors=True)
+        # the removed source's index, which apt would drop at its next update
+        for index in Path("/var/lib/apt/lists").glob("*%s*" % repo.name):
+            index.unlink()
+    assert run.rc == 0, run.failures()
+    assert not installed_version() and not Path("/etc/apt/sources.list.d/qemu_ixgbe.list").exists()
 
 
 @pytest.mark.usefixtures("libvirt_up")
