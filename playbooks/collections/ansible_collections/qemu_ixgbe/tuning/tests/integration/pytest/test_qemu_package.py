@@ -218,8 +218,8 @@ def stock_domain_xml(image: Dict[str, Path]) -> str:
 
 
 @pytest.mark.usefixtures("libvirt_up")
-def test_domain_runs_under_the_stock_security_drivers(pkg_env: Dict[str, Any],
-                                                       guest_image: Dict[str, Path]) -> None:
+def test_domain_runs_under_the_stock_security_drivers(
+        pkg_env: Dict[str, Any], guest_image: Dict[str, Path]) -> None:
     models = [m.text for m in ET.fromstring(virsh("capabilities").stdout).findall("host/secmodel/model")]
     assert "dac" in models, models
     apparmor = Path("/sys/module/apparmor/parameters/enabled")
