@@ -10,6 +10,7 @@
 #   /usr/share/doc/qemu-ixgbe/                  copyright (machine-readable),
 #                                               changelog, device documentation,
 #                                               the ROMs' manifest
+#   /etc/apparmor.d/abstractions/qemu-ixgbe*    AppArmor rules for libvirt (below)
 #
 # Package qemu-ixgbe, version <QEMU version>+ixgbe.<commit date>.g<commit>-1
 # (e.g. 10.0.13+ixgbe.20261126.g9e19260-1; ".dirty" after the hash when
@@ -30,6 +31,15 @@
 # name or by its own path (libvirt's <emulator>), finds the ROMs of
 # -device ixgbe* with no option and never looks at a checkout.
 #
+# AppArmor: libvirt's stock profiles (libvirt-daemon-system) allow the
+# emulators in /usr/bin and the firmware in /usr/share/qemu, seabios, ...,
+# not /usr/lib/qemu-ixgbe nor /usr/share/qemu-ixgbe. The package ships two
+# abstractions (scripts/package/apparmor-*: the domain may run the binary and
+# read the ROMs; libvirtd may run it for its capability probe), and its
+# postinst adds one "include if exists" line for each to the site-local
+# files of those profiles (/etc/apparmor.d/local/abstractions/libvirt-qemu,
+# /etc/apparmor.d/local/usr.sbin.libvirtd); the postrm takes them out.
+#
 # Usage: scripts/package.sh [--output DIR]
 #   --output DIR   where the .deb goes (default $BUILD_DIR/pkg); an older
 #                  qemu-ixgbe_*.deb there is replaced
@@ -46,6 +56,8 @@ PKG=qemu-ixgbe
 LIBDIR=/usr/lib/$PKG
 ROMDIR=/usr/share/$PKG
 DOCDIR=/usr/share/doc/$PKG
+AADIR=/etc/apparmor.d/abstractions
+FILES_DIR="$REPO_ROOT/scripts/package"
 WRAPPER=/usr/bin/qemu-system-x86_64-ixgbe
 OUT_DIR="$BUILD_DIR/pkg"
 
@@ -136,7 +148,7 @@ WORK="$OUT_DIR/.work"
 rm -rf "$WORK"
 STAGE="$WORK/root"
 umask 022
-mkdir -p "$STAGE$LIBDIR" "$STAGE$ROMDIR" "$STAGE$DOCDIR" "$STAGE/usr/bin" "$WORK/debian"
+mkdir -p "$STAGE$LIBDIR" "$STAGE$ROMDIR" "$STAGE$DOCDIR" "$STAGE/usr/bin" "$STAGE$AADIR" "$WORK/debian"
 
 strip --strip-unneeded --remove-section=.comment --remove-section=.note \
     -o "$STAGE$LIBDIR/qemu-system-x86_64" "$QEMU_BIN" || die "strip $QEMU_BIN failed"
@@ -164,6 +176,8 @@ for f in "${roms[@]}"; do
     install -m 0644 "$f" "$STAGE$ROMDIR/"
 done
 install -m 0644 "$MANIFEST" "$STAGE$DOCDIR/"
+install -m 0644 "$FILES_DIR/apparmor-qemu-ixgbe" "$STAGE$AADIR/qemu-ixgbe"
+install -m 0644 "$FILES_DIR/apparmor-qemu-ixgbe-libvirtd" "$STAGE$AADIR/qemu-ixgbe-libvirtd"
 install -m 0644 "$REPO_ROOT/docs/system/devices/ixgbe.rst" "$STAGE$DOCDIR/"
 
 ipxe_commit="$(sed -n 's/^ipxe-commit //p' "$MANIFEST")"
@@ -199,7 +213,7 @@ Comment: Built from iPXE, https://github.com/ipxe/ipxe. iPXE is under the GPL,
  .
 $(deb822_text <"$REPO_ROOT/pc-bios/ipxe-COPYING")
 
-Files: usr/share/doc/qemu-ixgbe/ixgbe.rst
+Files: usr/share/doc/qemu-ixgbe/ixgbe.rst etc/apparmor.d/abstractions/*
 Copyright: the qemu-ixgbe contributors
 License: GPL-2+
 
@@ -252,7 +266,8 @@ Description: QEMU x86-64 system emulator with the emulated Intel 82599 NIC
  use it, with their iPXE network boot ROMs.
  .
  It installs beside Debian's QEMU: run it as qemu-system-x86_64-ixgbe, or
- name $LIBDIR/qemu-system-x86_64 as a libvirt domain's emulator.
+ name it (or $LIBDIR/qemu-system-x86_64) as a libvirt
+ domain's emulator; AppArmor rules for libvirt's profiles are included.
  .
  QEMU source: $qemu_source; project commit $commit.
 EOF
@@ -272,7 +287,9 @@ mkdir -p "$STAGE/DEBIAN"
     die "dpkg-gencontrol failed (see above)"
 }
 (cd "$STAGE" && find usr -type f -print0 | LC_ALL=C sort -z | xargs -0 md5sum) >"$STAGE/DEBIAN/md5sums"
-chmod 0644 "$STAGE/DEBIAN/control" "$STAGE/DEBIAN/md5sums"
+(cd "$STAGE" && find etc -type f | LC_ALL=C sort | sed 's|^|/|') >"$STAGE/DEBIAN/conffiles"
+install -m 0755 "$FILES_DIR/postinst" "$FILES_DIR/postrm" "$STAGE/DEBIAN/"
+chmod 0644 "$STAGE/DEBIAN/control" "$STAGE/DEBIAN/md5sums" "$STAGE/DEBIAN/conffiles"
 
 # Every file of the package with the commit's time.
 find "$STAGE" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +

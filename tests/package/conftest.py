@@ -72,6 +72,7 @@ def installed_root(base: Path, deb: Path, tmp_path_factory: pytest.TempPathFacto
     root = CleanRoot(base, tmp_path_factory.mktemp("installed"), apt_cache())
     root.add_file(deb, f"/root/{deb.name}")
     t0 = time.monotonic()
+    seed_libvirt_apparmor(root)
     argv = ["apt-get", "-q", "-y", "--no-install-recommends", "install", f"/root/{deb.name}"]
     r = root.run(argv, timeout=900)
     if r.returncode != 0:
@@ -80,6 +81,21 @@ def installed_root(base: Path, deb: Path, tmp_path_factory: pytest.TempPathFacto
         root.check(argv, timeout=900)
     TIMINGS["apt-get install into the clean root"] = time.monotonic() - t0
     yield root
+
+
+def seed_libvirt_apparmor(root: CleanRoot) -> None:
+    """libvirt's AppArmor profiles as libvirt-daemon-system installs them:
+    its /etc/apparmor.d (from Debian's package, not installed: the rest of
+    libvirt is not needed) and the empty site-local files its postinst
+    creates."""
+    script = ("cd /tmp && apt-get -q download libvirt-daemon-system && "
+              "dpkg-deb --fsys-tarfile libvirt-daemon-system_*.deb | tar -x -C / ./etc/apparmor.d && "
+              "rm -f libvirt-daemon-system_*.deb && "
+              "install -D -m 0644 /dev/null /etc/apparmor.d/local/abstractions/libvirt-qemu && "
+              "install -D -m 0644 /dev/null /etc/apparmor.d/local/usr.sbin.libvirtd")
+    if root.run(["sh", "-c", script], timeout=300).returncode != 0:
+        root.check(["apt-get", "-q", "update"], timeout=600)
+        root.check(["sh", "-c", script], timeout=300)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -29,6 +29,11 @@ BINARY = f"{LIBDIR}/qemu-system-x86_64"
 WRAPPER = "/usr/bin/qemu-system-x86_64-ixgbe"
 ROMDIR = "/usr/share/qemu-ixgbe"
 DOCDIR = "/usr/share/doc/qemu-ixgbe"
+# The AppArmor abstractions for libvirt's profiles, and the site-local files
+# of those profiles (libvirt-daemon-system) the postinst adds an include to.
+AA_ABSTRACTIONS = ("/etc/apparmor.d/abstractions/qemu-ixgbe", "/etc/apparmor.d/abstractions/qemu-ixgbe-libvirtd")
+AA_LOCAL = {"/etc/apparmor.d/local/abstractions/libvirt-qemu": "qemu-ixgbe",
+            "/etc/apparmor.d/local/usr.sbin.libvirtd": "qemu-ixgbe-libvirtd"}
 # Where Debian's QEMU and its firmware packages put their files.
 DEBIAN_QEMU_PATHS = ("/usr/bin/qemu-system-x86_64", "/usr/share/qemu", "/usr/share/seabios",
                      "/usr/lib/ipxe", "/usr/share/doc/qemu-system-x86", "/usr/share/man/man1/qemu")
@@ -96,6 +101,24 @@ def deb_extract(deb: Path, dest: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     subprocess.run(["dpkg-deb", "-x", str(deb), str(dest)], check=True)
     return dest
+
+
+def repack(deb: Path, dest: Path, **fields: str) -> Path:
+    """A copy of the package with control fields replaced (e.g.
+    Architecture="arm64", Version="..."), written uncompressed to dest/."""
+    tree = dest / "tree"
+    subprocess.run(["dpkg-deb", "-R", str(deb), str(tree)], check=True)
+    control = tree / "DEBIAN" / "control"
+    lines = control.read_text(encoding="utf-8").splitlines()
+    for name, value in fields.items():
+        lines = [f"{name}: {value}" if line.startswith(f"{name}: ") else line for line in lines]
+    control.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = dest / f"{PKG}_{fields.get('Version', deb_field(deb, 'Version'))}_" \
+                 f"{fields.get('Architecture', 'amd64')}.deb"
+    subprocess.run(["dpkg-deb", "--root-owner-group", "-Znone", "--build", str(tree), str(out)],
+                   check=True, capture_output=True)
+    shutil.rmtree(tree)
+    return out
 
 
 # ------------------------------------------------------ the clean root

@@ -2,19 +2,24 @@
 no checkout, no build): apt resolves its Depends from the archive, the
 installed binary offers the device, finds its firmware and boot ROM where
 the package put them, and answers a qtest probe of the PF's PCI IDs;
-removing it leaves Debian's firmware packages in place. A missing
-dependency is an error at install time.
+never looks at the build's checkout, brings AppArmor rules that libvirt's
+stock profiles include and Debian's apparmor_parser compiles; removing it
+leaves Debian's firmware packages in place and takes its lines out of
+libvirt's profiles. A missing dependency and a package for another
+architecture are errors at install time.
 
 The tests run in file order on one root (`installed_root`); the removal
 is last."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from debpkg import (
+    AA_LOCAL,
     BINARY,
     DEBIAN_QEMU_PATHS,
     FIRMWARE_DIRS,
@@ -26,13 +31,15 @@ from debpkg import (
     deb_field,
     pci_cfg_addr,
     qtest_session,
+    repack,
 )
-from ixgbe_testlib.host import build_dir
+from ixgbe_testlib.host import REPO_ROOT, build_dir
 
 pytestmark = pytest.mark.usefixtures("privileged")
 
 SLOT = 4  # -device ixgbe,addr=04.0
 ROM_SIZE_MASK = 0xFFFC0000  # the 243200-byte ROMs in a 256 KiB BAR
+DECOY_ROM_SIZE = 64 * 1024
 
 
 def test_installed_by_apt(installed_root: CleanRoot, deb: Path) -> None:
@@ -107,6 +114,74 @@ def test_qtest_probe_without_rom(installed_root: CleanRoot, tmp_path: Path) -> N
     assert int(replies[5].split()[1], 16) == 0, replies
 
 
+def build_firmware_path() -> list[str]:
+    """The firmware directories configure baked into the build (--firmwarepath)."""
+    config = (build_dir() / "qemu-build" / "config-host.h").read_text(encoding="utf-8")
+    m = re.search(r"^#define CONFIG_QEMU_FIRMWAREPATH (.*)$", config, re.M)
+    assert m, "config-host.h has no CONFIG_QEMU_FIRMWAREPATH"
+    return re.findall(r'"([^"]+)"', m.group(1))
+
+
+def test_never_looks_at_the_checkout(installed_root: CleanRoot, tmp_path: Path) -> None:
+    """The build searches the checkout's pc-bios/ for firmware first. The
+    installed binary finds its boot ROM where that directory is out of
+    reach (the clean root has no checkout), and with a decoy ROM of
+    another size there (every ROM name of the manifest, 64 KiB) still
+    loads the package's 256 KiB one."""
+    outside = [d for d in build_firmware_path() if not d.startswith("/usr/")]
+    assert outside, build_firmware_path()
+    for d in outside:
+        assert installed_root.run(["test", "-e", d]).returncode != 0, f"{d} is in the clean root"
+    replies, err = probe(installed_root, BINARY, "ixgbe", tmp_path)
+    assert len(replies) == 6 and int(replies[5].split()[1], 16) & 0xFFFFF800 == ROM_SIZE_MASK, (replies, err)
+
+    roms = re.findall(r"^rom (\S+) ", (REPO_ROOT / "pc-bios" / "ixgbe-roms.manifest").read_text(), re.M)
+    decoys = [f"{d}/{r}" for d in outside for r in roms]
+    installed_root.check(["sh", "-c", 'for f; do mkdir -p "${f%/*}" && head -c ' + str(DECOY_ROM_SIZE)
+                          + ' /dev/zero >"$f"; done', "decoy", *decoys])
+    try:
+        replies, err = probe(installed_root, WRAPPER, "ixgbe", tmp_path)
+    finally:
+        installed_root.check(["sh", "-c", 'rm -f "$@"; for f; do rmdir -p "${f%/*}" 2>/dev/null; done; true',
+                              "clean", *decoys])
+    assert len(replies) == 6, (replies, err)
+    assert int(replies[5].split()[1], 16) & 0xFFFFF800 == ROM_SIZE_MASK, \
+        f"ROM BAR {replies[5]}: the binary loaded the decoy from {outside}"
+
+
+def test_apparmor_rules_in_libvirts_profiles(installed_root: CleanRoot) -> None:
+    """libvirt's stock profiles (libvirt-daemon-system's, seeded before the
+    install) include the package's rules through their site-local files;
+    Debian's apparmor_parser expands and compiles them (-Q: not loaded,
+    this kernel has no AppArmor). libvirtd may run the binary for its
+    capability probe; a domain (virt-aa-helper's TEMPLATE.qemu) may run it
+    and read the ROMs."""
+    for local, name in AA_LOCAL.items():
+        lines = installed_root.check(["cat", local]).splitlines()
+        assert f"include if exists <abstractions/{name}>" in lines, (local, lines)
+    installed_root.check(["apt-get", "-q", "-y", "--no-install-recommends", "install", "apparmor"], timeout=600)
+    libvirtd, domain = "/etc/apparmor.d/usr.sbin.libvirtd", "/etc/apparmor.d/libvirt/TEMPLATE.qemu"
+    for profile in (libvirtd, domain):
+        installed_root.check(["apparmor_parser", "-Q", "-K", "-T", profile])
+    expanded = installed_root.check(["apparmor_parser", "-p", libvirtd])
+    assert f"{BINARY} PUx," in expanded
+    expanded = installed_root.check(["apparmor_parser", "-p", domain])
+    assert f"{BINARY} rmix," in expanded and f"{ROMDIR}/** r," in expanded
+
+
+def test_foreign_architecture_is_an_install_error(fresh_root: CleanRoot, deb: Path, tmp_path: Path) -> None:
+    """The same package said to be arm64: dpkg and apt refuse it, naming the architectures."""
+    other = repack(deb, tmp_path, Architecture="arm64")
+    fresh_root.add_file(other, f"/root/{other.name}")
+    r = fresh_root.run(["dpkg", "-i", f"/root/{other.name}"])
+    assert r.returncode != 0, r.stdout
+    assert "package architecture (arm64) does not match system (amd64)" in r.stderr, r.stderr
+    r = fresh_root.run(["apt-get", "-q", "-y", "install", f"/root/{other.name}"])
+    assert r.returncode != 0, r.stdout
+    assert "arm64" in r.stdout + r.stderr, r.stdout + r.stderr
+    assert fresh_root.run(["dpkg-query", "-W", PKG]).returncode != 0
+
+
 def test_missing_dependency_is_an_install_error(fresh_root: CleanRoot, deb: Path) -> None:
     """dpkg -i without apt: the Depends the root lacks stop the configuration, by name."""
     have = {line.split()[0] for line in (build_dir() / "rootfs" / "bookworm" / "base.packages")
@@ -131,3 +206,7 @@ def test_remove_leaves_debian_firmware(installed_root: CleanRoot) -> None:
         assert installed_root.run(["test", "-e", gone]).returncode != 0, f"{gone} left after purge"
     for kept in ("/usr/share/seabios/bios-256k.bin", "/usr/share/qemu"):
         assert installed_root.run(["test", "-e", kept]).returncode == 0, f"{kept} gone with the package"
+    # libvirt's site-local AppArmor files stay, without the package's lines.
+    for local in AA_LOCAL:
+        assert "qemu-ixgbe" not in installed_root.check(["cat", local]), local
+    installed_root.check(["apparmor_parser", "-Q", "-K", "-T", "/etc/apparmor.d/usr.sbin.libvirtd"])

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from debpkg import (
+    AA_ABSTRACTIONS,
     BINARY,
     DEBIAN_QEMU_PATHS,
     DOCDIR,
@@ -56,12 +57,12 @@ def test_file_list(deb: Path) -> None:
     assert len(roms) == 3, roms
     docs = {f"{DOCDIR}/{f}" for f in ("copyright", "changelog.Debian.gz", "ixgbe.rst", "ixgbe-roms.manifest")}
     links = {e.path for e in entries if e.path.startswith(f"{LIBDIR}/qemu-bundle/") and e.mode.startswith("l")}
-    assert files == {BINARY, WRAPPER} | roms | docs | links, sorted(files)
+    assert files == {BINARY, WRAPPER, *AA_ABSTRACTIONS} | roms | docs | links, sorted(files)
     by_path = {e.path: e for e in entries}
     assert by_path[BINARY].mode == "-rwxr-xr-x"
     assert by_path[WRAPPER].mode.startswith("l")
     assert posixpath.normpath(posixpath.join(posixpath.dirname(WRAPPER), by_path[WRAPPER].target)) == BINARY
-    for f in roms | docs:
+    for f in roms | docs | set(AA_ABSTRACTIONS):
         assert by_path[f].mode == "-rw-r--r--", by_path[f]
     for e in entries:
         if e.mode.startswith("d"):
@@ -91,8 +92,20 @@ def test_nothing_on_debian_qemu_paths(deb: Path) -> None:
     for e in deb_contents(deb):
         for p in DEBIAN_QEMU_PATHS:
             assert not (e.path == p or e.path.startswith(p + "/")), f"{e.path} is on Debian QEMU's path {p}"
-        assert e.path in ("/", "/usr", "/usr/bin", "/usr/lib", "/usr/share", "/usr/share/doc", WRAPPER) or \
+        assert e.path in ("/", "/usr", "/usr/bin", "/usr/lib", "/usr/share", "/usr/share/doc", WRAPPER,
+                          "/etc", "/etc/apparmor.d", "/etc/apparmor.d/abstractions", *AA_ABSTRACTIONS) or \
             e.path.startswith((LIBDIR, ROMDIR, DOCDIR)), e.path
+
+
+def test_conffiles_and_maintainer_scripts(deb: Path, tmp_path: Path) -> None:
+    """The AppArmor abstractions are conffiles; postinst and postrm are
+    the ones of scripts/package/, executable."""
+    ctl = tmp_path / "ctl"
+    subprocess.run(["dpkg-deb", "-e", str(deb), str(ctl)], check=True)
+    assert (ctl / "conffiles").read_text(encoding="utf-8").split() == list(AA_ABSTRACTIONS)
+    for script in ("postinst", "postrm"):
+        assert os.access(ctl / script, os.X_OK), script
+        assert (ctl / script).read_bytes() == (REPO_ROOT / "scripts" / "package" / script).read_bytes()
 
 
 def test_owner_mtime_order(deb: Path) -> None:
