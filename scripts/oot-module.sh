@@ -68,11 +68,15 @@ PRISTINE="$OOT/src/$MODULE"
 APT_DIR="$BUILD_DIR/guest/apt"
 DEB_DIR="$BUILD_DIR/oot/debs"
 mkdir -p "$OOT" "$DEB_DIR"
+# One run at a time per kernel: suites that run side by side (devloop,
+# ansible's test_ci_vm.py) may both prepare or build here.
+need_cmd flock
+exec 8>"$OOT/.lock"
+flock 8
 
 # ------------------------------------------------------------------ prepare
 if [[ ! -f "$OOT/.prepared" ]]; then
     T0=$(now_s)
-    need_cmd flock
     exec 9>"$BUILD_DIR/guest/.lock" # the private apt state is build-guest.sh's
     flock 9
     # shellcheck source=scripts/guest-apt.sh

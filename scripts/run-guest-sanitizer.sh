@@ -13,6 +13,8 @@
 #
 # Usage: scripts/run-guest-sanitizer.sh [--kernel 6.1|6.12] [pytest args...]
 #   (default kernel 6.12; SANITIZER_DETECT_LEAKS=0 turns LeakSanitizer off)
+# VM logs go to $BUILD_DIR/test-logs/guest-asan-<kernel>, not to the plain
+# run's guest-<kernel>: meson may run the two side by side.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -34,7 +36,8 @@ SANITIZER_DETECT_LEAKS=${SANITIZER_DETECT_LEAKS:-1} sanitizer_env "$reports"
 
 rc=0
 (cd "$REPO_ROOT" && "$VENV_PYTHON" -m pytest -p no:cacheprovider -ra -v \
-    --kernel "$KERNEL" --qemu "$QEMU_BIN" -m sanitizer tests/guest "$@") || rc=$?
+    --kernel "$KERNEL" --qemu "$QEMU_BIN" --vm-log-dir "$BUILD_DIR/test-logs/guest-asan-$KERNEL" \
+    -m sanitizer tests/guest "$@") || rc=$?
 
 mapfile -t found < <(sanitizer_reports "$reports")
 if ((${#found[@]})); then

@@ -3,6 +3,7 @@ the dev-loop tests (tests/devloop) and the test_vm role's test
 (the collection's tests/integration/pytest/test_ci_vm.py)."""
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import shutil
 import subprocess
@@ -39,7 +40,17 @@ def patched_ixgbe() -> Path:
     """ixgbe.ko from Debian's linux-source of the 6.1 guest kernel's exact
     version, with a probe message added, built out of tree against that
     kernel's headers (scripts/oot-module.sh). Kept under $BUILD_DIR/devloop/
-    keyed by the source, so only the first caller builds."""
+    keyed by the source, so only the first caller builds; a lock keeps two
+    suites running side by side (devloop, the collection's test_ci_vm.py)
+    from building into the same directory at once."""
+    locks = BUILD_DIR / "devloop"
+    locks.mkdir(parents=True, exist_ok=True)
+    with open(locks / ".lock", "w", encoding="ascii") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _patched_ixgbe()
+
+
+def _patched_ixgbe() -> Path:
     pristine = Path(_oot("--prepare-only"))
     release = pristine.parent.parent.name
     sources = sorted(pristine.glob("*.[ch]")) + [pristine / "Makefile"]
