@@ -191,6 +191,7 @@ export SANITIZER_BUILD_DIR
 QEMU_UNIT_TESTS=(
     tests/unit/test-io-task # qemu-patches: io/task, results at default priority
     tests/unit/test-ixgbe-iov # the model's iovec walk, CRC and checksum
+    tests/unit/test-net-tx-pkt # qemu-patches: net_tx_pkt, UDP segmentation
     tests/qtest/pcie-sriov-test # qemu-patches: pcie_sriov, NumVFs on load
 )
 
