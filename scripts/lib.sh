@@ -192,6 +192,7 @@ QEMU_UNIT_TESTS=(
     tests/unit/test-io-task # qemu-patches: io/task, results at default priority
     tests/unit/test-ixgbe-iov # the model's iovec walk and CRC
     tests/unit/test-net-checksum # qemu-patches: net/checksum, 32 bits at a time
+    tests/unit/test-net-tx-pkt # qemu-patches: net_tx_pkt, UDP segmentation
     tests/qtest/pcie-sriov-test # qemu-patches: pcie_sriov, NumVFs on load
 )
 

@@ -32,6 +32,7 @@
 #include "ixgbe_core.h"
 #include "ixgbe.h"
 #include "ixgbe_datapath.h"
+#include "ixgbe_fc.h"
 #include "ixgbe_fdir.h"
 #include "ixgbe_ptp.h"
 #include "ixgbe_sriov.h"
@@ -333,6 +334,7 @@ static const IxgbePart *const ixgbe_parts[] = {
     &ixgbe_coalesce_part,
     &ixgbe_sfp_part,
     &ixgbe_datapath_part,
+    &ixgbe_fc_part,
     &ixgbe_ptp_part,
     &ixgbe_fdir_part,
     &ixgbe_vt_part,

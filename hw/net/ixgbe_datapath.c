@@ -33,6 +33,7 @@
 #include "net_rx_pkt.h"
 #include "ixgbe_core.h"
 #include "ixgbe_datapath.h"
+#include "ixgbe_fc.h"
 #include "ixgbe_ptp.h"
 #include "ixgbe_fdir.h"
 #include "ixgbe_vt.h"
@@ -453,9 +454,14 @@ static void ixgbe_tx_send_pkt(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq,
         if (net_tx_pkt_parse(pkt) && ixgbe_tx_offloads(core, q, txq, pkt)) {
             /*
              * The peer never gets a virtio-net header from this device:
-             * offloads (checksums, TSO segmentation) are done here.
+             * offloads (checksums, TCP and UDP segmentation) are done here.
              */
-            net_tx_pkt_send_custom(pkt, false, ixgbe_tx_out, out);
+            if (!net_tx_pkt_send_custom(pkt, false, ixgbe_tx_out, out)) {
+                qemu_log_mask(LOG_GUEST_ERROR,
+                              "ixgbe: txq %u: segmentation of more than "
+                              "64 KiB or without payload, frame dropped\n",
+                              q);
+            }
         } else {
             qemu_log_mask(LOG_GUEST_ERROR,
                           "ixgbe: txq %u: malformed frame or offload request, "
@@ -1609,6 +1615,10 @@ static ssize_t ixgbe_rx_frame(IxgbeCore *core, const struct iovec *iov,
         f.hdr = hdr;
     }
 
+    /* MAC control frames from the wire stop at the MAC (ixgbe_fc.c) */
+    if (src_pool < 0 && ixgbe_fc_rx(core, f.hdr, f.hdr_len)) {
+        return size;
+    }
     f.has_vlan = lduw_be_p(f.hdr + 12) ==
                  (ixgbe_get(core, IXGBE_VLNCTRL) & 0xFFFF);
     f.vlan_tag = f.has_vlan ? lduw_be_p(f.hdr + 14) : 0;

@@ -8,20 +8,28 @@ port to the other within the transmit call: the time a frame spends
 between its two time stamps is then the model's own, not a trip through
 the host's sockets and main loop (hundreds of microseconds under TCG, with
 as much jitter), so the servo's offsets say how well the clock and the
-time stamps are modelled."""
+time stamps are modelled.
+
+The same two ports also carry the UDP segmentation offload scenario (at
+the end), so that it needs no guest of its own."""
 from __future__ import annotations
 
+import base64
+import ipaddress
 import math
 import re
+import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from ixgbe_testlib.host import scaled
+from ixgbe_testlib.netcheck import risen
 from ixgbe_testlib.nicargs import mac_address
 from ixgbe_testlib.vm import VMFactory, load_driver
-from scenarios import Guest, back_to_back_args, boot_back_to_back, wire_back_to_back
+from scenarios import WIRE_NET, Guest, back_to_back_args, boot_back_to_back, wire_back_to_back
 
 # L2 transport, hardware time stamps, log to stdout. ptp4l waits 1 ms by
 # default for a transmit time stamp, which the driver's work item delivers
@@ -202,3 +210,58 @@ def test_phc2sys_synchronises_the_clocks(g: Guest) -> None:
     log = g.vm.sh("cat /tmp/phc2sys.log")
     offsets = [int(o) for o in re.findall(r"offset\s+(-?\d+) s2", log)]
     assert all(abs(o) < PTP_RMS_BOUND_NS for o in offsets[-10:]), log
+
+
+# ------------------------------------------------------------------- USO
+# UDP segmentation offload, on this module's two ports (one reused guest):
+# a UDP_SEGMENT send from port 0 must reach port 1's namespace as separate
+# datagrams of gso_size bytes each, which only a device that segments UDP
+# into whole datagrams delivers (IP fragments reassemble into one datagram;
+# an unsegmented IPv6 frame is dropped as too long).
+
+USO_TOTAL = 14_500
+USO_GSO_SIZE = 1400
+USO_PORT = 5555
+USO_HELPER = Path(__file__).with_name("udpgso.c")
+
+
+@pytest.fixture(scope="module")
+def udpgso(g: Guest, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """udpgso.c, built here without a C library and copied into the guest,
+    which has neither a compiler nor a language with setsockopt."""
+    exe = tmp_path_factory.mktemp("udpgso") / "udpgso"
+    cflags = "-static -nostdlib -nostartfiles -ffreestanding -fno-stack-protector -fno-builtin -fno-pie -no-pie -Os -s"
+    subprocess.run(["cc", *cflags.split(), "-o", str(exe), str(USO_HELPER)], check=True)
+    g.vm.sh(f"echo {base64.b64encode(exe.read_bytes()).decode()} | base64 -d >/tmp/udpgso && chmod +x /tmp/udpgso")
+    return "/tmp/udpgso"
+
+
+def uso_datagrams(g: Guest, udpgso: str, dst: str) -> list[tuple[int, bool]]:
+    """(length, payload in sequence) of each datagram that port 1 (netns
+    peer) received from one UDP_SEGMENT send of port 0 to dst."""
+    vm, log, addr = g.vm, "/tmp/uso-recv.txt", ipaddress.ip_address(dst).packed.hex()
+    vm.sh(f"ip netns exec peer setsid {udpgso} recv {addr} {USO_PORT} </dev/null >{log} 2>&1 &")
+    vm.wait_until("UDP receiver in netns peer", lambda: "ready" in vm.run(f"cat {log}").stdout)
+    vm.sh(f"{udpgso} send {addr} {USO_PORT} {USO_TOTAL} {USO_GSO_SIZE}")
+    vm.wait_until("UDP receiver done", lambda: not vm.run("pidof udpgso").stdout.strip(), timeout=30)
+    out = vm.sh(f"cat {log}")
+    return [(int(n), v == "ok") for n, v in re.findall(r"^(\d+) (ok|bad)$", out, re.M)]
+
+
+def test_udp_segmentation(g: Guest, udpgso: str) -> None:
+    """The driver hands the device UDP segmentation contexts (L4T UDP,
+    MSS): 14,500 bytes with gso_size 1400 arrive as 11 datagrams, in
+    order and intact, over IPv4 and IPv6."""
+    a, b = g.devs
+    feats = g.vm.sh(f"ethtool -k {a}")
+    assert re.search(r"tx-udp-segmentation: on", feats), feats
+    g.vm.sh(f"ip -6 addr add 2001:db8:51::1/64 dev {a} nodad")
+    g.vm.sh(f"ip netns exec peer ip -6 addr add 2001:db8:51::2/64 dev {b} nodad")
+    before = g.vm.ethtool_stats(b, netns="peer")
+    want = [(USO_GSO_SIZE, True)] * (USO_TOTAL // USO_GSO_SIZE) + [(USO_TOTAL % USO_GSO_SIZE, True)]
+    got = {dst: uso_datagrams(g, udpgso, dst) for dst in (f"{WIRE_NET}.2", "2001:db8:51::2")}
+    print(f"USO datagrams at the peer: { {k: len(v) for k, v in got.items()} }")
+    for dst, dgrams in got.items():
+        assert dgrams == want, f"to {dst}: {len(dgrams)} datagrams {dgrams}, want {len(want)}"
+    up = risen(before, g.vm.ethtool_stats(b, netns="peer"))
+    assert not up, f"peer error counters rose: {up}"

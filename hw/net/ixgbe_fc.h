@@ -1,0 +1,22 @@
+/*
+ * Intel 82599 10 GbE controller: IEEE 802.3 flow control, the MAC control
+ * frames it receives (ixgbe_fc.c).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef HW_NET_IXGBE_FC_H
+#define HW_NET_IXGBE_FC_H
+
+#include "ixgbe_core.h"
+
+/*
+ * A frame from the wire of len bytes (at least the minimum frame): true
+ * if the MAC takes it as a MAC control frame that goes no further
+ */
+bool ixgbe_fc_rx(IxgbeCore *core, const uint8_t *frame, size_t len);
+
+/* Flow control as a part of the device (IxgbePart, ixgbe_core.h) */
+extern const IxgbePart ixgbe_fc_part;
+
+#endif
