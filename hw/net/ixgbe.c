@@ -34,6 +34,7 @@
 #include "ixgbe_datapath.h"
 #include "ixgbe_fc.h"
 #include "ixgbe_fdir.h"
+#include "ixgbe_ntuple.h"
 #include "ixgbe_ptp.h"
 #include "ixgbe_sriov.h"
 #include "ixgbe_vt.h"
@@ -336,6 +337,7 @@ static const IxgbePart *const ixgbe_parts[] = {
     &ixgbe_datapath_part,
     &ixgbe_fc_part,
     &ixgbe_ptp_part,
+    &ixgbe_ntuple_part,
     &ixgbe_fdir_part,
     &ixgbe_vt_part,
     &ixgbe_sriov_part,

@@ -176,6 +176,15 @@ typedef struct IxgbePtp {
 } IxgbePtp;
 
 /*
+ * Which receive queue filters ahead of the Flow Director can steer
+ * (ixgbe_ntuple.c): kept from their registers, rebuilt after a migration
+ */
+typedef struct IxgbeQueueFilters {
+    uint64_t ftqf_on[2];        /* 5-tuple filters with FTQF.Queue Enable */
+    uint8_t etqs_on;            /* EtherType filters with ETQS.Queue Enable */
+} IxgbeQueueFilters;
+
+/*
  * One virtual function's state that has no PF register (ixgbe_sriov.c).
  * Its queues, mailbox memory and counters live in the PF's register file.
  */
@@ -210,6 +219,7 @@ struct IxgbeCore {
     IxgbePtp ptp;
     IxgbeSfp sfp;               /* media, SFP+ module, I2C (ixgbe_sfp.c) */
     IxgbeFdir *fdir;            /* Flow Director filter table */
+    IxgbeQueueFilters qfilters; /* EtherType, SYN, 5-tuple (ixgbe_ntuple.c) */
     IxgbeCoalesce coalesce;     /* writes KVM may queue (ixgbe_coalesce.c) */
 
     IxgbeVf vf[IXGBE_MAX_VFS];

@@ -9,8 +9,9 @@
  * the queue's interrupt vector fires (EITR expiry), as on the real part.
  *
  * Receive: L2 filtering (RAR, MTA, promiscuous and broadcast modes, VLAN
- * filter), queue selection by the Flow Director (ixgbe_fdir.c) ahead of
- * RSS (Toeplitz hash over RSSRK, 128-entry RETA, MRQC hash types),
+ * filter), queue selection by the EtherType, SYN and 5-tuple filters
+ * (ixgbe_ntuple.c) and the Flow Director (ixgbe_fdir.c) ahead of RSS
+ * (Toeplitz hash over RSSRK, 128-entry RETA, MRQC hash types),
  * advanced one-buffer and legacy descriptors, frames spanning several
  * buffers, checksum and RSS-hash write-back, and
  * per-queue drop (SRRCTL.DROP_EN) when a ring has no free descriptors.
@@ -36,6 +37,7 @@
 #include "ixgbe_fc.h"
 #include "ixgbe_ptp.h"
 #include "ixgbe_fdir.h"
+#include "ixgbe_ntuple.h"
 #include "ixgbe_vt.h"
 #include "ixgbe_sriov.h"
 #include "ixgbe_iov.h"
@@ -980,8 +982,12 @@ static void ixgbe_rx_classify(IxgbeCore *core, const IxgbeRxFrame *f,
     }
 
     ixgbe_rx_rss(core, info, ip4, ip6, l4);
-    /* Flow Director queues are not relative to pools: not with VT */
-    if (!ixgbe_vt_active(core)) {
+    /*
+     * The EtherType, SYN and 5-tuple filters, then the Flow Director: their
+     * queues are not relative to pools, so not with VT
+     */
+    if (!ixgbe_vt_active(core) &&
+        !ixgbe_ntuple_classify(core, f->hdr, f->hdr_len, &info->queue)) {
         ixgbe_rx_fdir(core, f, info);
     }
 }

@@ -264,6 +264,57 @@ static inline uint8_t ixgbe_ivar_byte(uint32_t ivar, unsigned queue,
 #define IXGBE_TIMADJL       0x08C18
 #define IXGBE_TIMADJH       0x08C1C
 
+/* Receive queue filters ahead of the Flow Director (ixgbe_ntuple.c) */
+#define IXGBE_SAQF0         0x0E000     /* 128 registers each */
+#define IXGBE_DAQF0         0x0E200
+#define IXGBE_SDPQF0        0x0E400
+#define IXGBE_FTQF0         0x0E600
+#define IXGBE_L34TIMIR0     0x0E800
+#define IXGBE_NTUPLE_COUNT  128
+#define IXGBE_SAQF(n)       (IXGBE_SAQF0 + (n) * 4)
+#define IXGBE_DAQF(n)       (IXGBE_DAQF0 + (n) * 4)
+#define IXGBE_SDPQF(n)      (IXGBE_SDPQF0 + (n) * 4)
+#define IXGBE_FTQF(n)       (IXGBE_FTQF0 + (n) * 4)
+#define IXGBE_L34TIMIR(n)   (IXGBE_L34TIMIR0 + (n) * 4)
+#define IXGBE_ETQS0         0x0EC00     /* 8 registers, one per ETQF */
+#define IXGBE_ETQS(n)       (IXGBE_ETQS0 + (n) * 4)
+#define IXGBE_SYNQF         0x0EC30
+
+#define IXGBE_FTQF_PROTO_MASK       0x3u        /* TCP 0, UDP 1, SCTP 2 */
+#define IXGBE_FTQF_PROTO_OTHER      3u
+#define IXGBE_FTQF_PRIO_SHIFT       2
+#define IXGBE_FTQF_PRIO_MASK        0x7u
+#define IXGBE_FTQF_POOL_SHIFT       8
+#define IXGBE_FTQF_POOL_MASK        0x3Fu
+/* FTQF 29:25: a set bit leaves its field out of the comparison */
+#define IXGBE_FTQF_MASK_SRC_ADDR    (1u << 25)
+#define IXGBE_FTQF_MASK_DST_ADDR    (1u << 26)
+#define IXGBE_FTQF_MASK_SRC_PORT    (1u << 27)
+#define IXGBE_FTQF_MASK_DST_PORT    (1u << 28)
+#define IXGBE_FTQF_MASK_PROTO       (1u << 29)
+#define IXGBE_FTQF_POOL_MASK_EN     (1u << 30)
+#define IXGBE_FTQF_QUEUE_EN         (1u << 31)
+#define IXGBE_FTQF_WMASK            0xFE003F1Fu
+#define IXGBE_L34TIMIR_SIZE_BP      (1u << 12)
+#define IXGBE_L34TIMIR_CTRL_BP      (1u << 19)  /* with 18:13, TCP flags */
+#define IXGBE_L34TIMIR_LLI          (1u << 20)
+#define IXGBE_L34TIMIR_QUEUE_SHIFT  21
+#define IXGBE_L34TIMIR_QUEUE_MASK   0x7Fu
+#define IXGBE_L34TIMIR_WMASK        0x0FFFF000u
+#define IXGBE_ETQS_QUEUE_SHIFT      16
+#define IXGBE_ETQS_QUEUE_MASK       0x7Fu
+#define IXGBE_ETQS_LLI              (1u << 29)
+#define IXGBE_ETQS_QUEUE_EN         (1u << 31)
+#define IXGBE_ETQS_WMASK            0xA07F0000u
+#define IXGBE_ETQF_UP_SHIFT         16
+#define IXGBE_ETQF_UP_MASK          0x7u
+#define IXGBE_ETQF_UP_EN            (1u << 19)
+#define IXGBE_SYNQF_EN              (1u << 0)
+#define IXGBE_SYNQF_QUEUE_SHIFT     1
+#define IXGBE_SYNQF_QUEUE_MASK      0x7Fu
+#define IXGBE_SYNQF_SYNQFP          (1u << 31)  /* SYN before 5-tuple */
+#define IXGBE_SYNQF_WMASK           0x800000FFu
+
 #define IXGBE_ETQF_1588             (1u << 30)
 #define IXGBE_ETQF_FILTER_EN        (1u << 31)
 #define IXGBE_TSYNCRXCTL_VALID      (1u << 0)

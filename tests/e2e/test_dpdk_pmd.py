@@ -26,9 +26,14 @@ Per binding, on one VM, in order:
    the host captures every one; testpmd's NIC counters (read from the
    device's statistics registers) agree with what was sent, without errors
    or misses;
-5. testpmd quits cleanly, the ports go back to the kernel ixgbe driver, a
+5. an rte_flow rule on a UDP/IPv4 5-tuple with a queue action (testpmd's
+   `flow create`) becomes one of port 0's 5-tuple filters (read from its
+   registers through QEMU's monitor); the flow's frames, on one queue by
+   RSS before, all arrive on the rule's queue, other flows still spread,
+   and `flow flush` puts the flow back on its RSS queue;
+6. testpmd quits cleanly, the ports go back to the kernel ixgbe driver, a
    ping over port 0 works and every port has its link at 10 Gb/s;
-6. no kernel warning about any port, QEMU alive, nothing in its
+7. no kernel warning about any port, QEMU alive, nothing in its
    guest-error log.
 
 Bindings:
@@ -144,7 +149,8 @@ def lab_wires(parts: tuple[Part, ...]) -> list[Wire]:
 # ------------------------------------------------------------ host frames
 # Runs in the lab namespace: `send IFACE TAG COUNT DST_MAC` writes COUNT
 # UDP/IPv4 frames (sizes 64..1514, source ports varied so RSS spreads them)
-# into the tap; `capture IFACE TAG COUNT TIMEOUT [SRC DST]` prints "ready",
+# into the tap (`send IFACE TAG COUNT DST_MAC SEQ`: COUNT copies of frame SEQ,
+# one flow); `capture IFACE TAG COUNT TIMEOUT [SRC DST]` prints "ready",
 # then one JSON line once it has seen COUNT distinct frames of TAG (or timed
 # out), with the number of frames that differ from what was sent (or, with
 # SRC and DST, from what was sent with its MAC addresses replaced by them:
@@ -179,9 +185,10 @@ s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
 s.bind((iface, 0))
 if mode == "send":
     dst = bytes.fromhex(sys.argv[5].replace(":", ""))
-    for seq in range(count):
+    seqs = [int(sys.argv[6])] * count if len(sys.argv) > 6 else range(count)
+    for i, seq in enumerate(seqs):
         s.send(frame(tag, seq, dst))
-        if seq % 32 == 31:
+        if i % 32 == 31:
             time.sleep(0.01)  # the tap queue holds 1000 frames
     print(json.dumps({"sent": count}))
     sys.exit(0)
@@ -242,8 +249,13 @@ class HostCapture:
         return result
 
 
-def host_send(lab: Lab, iface: str, tag: int, count: int, dst: str) -> None:
-    r = lab.run([sys.executable, "-c", FRAME_TOOL, "send", iface, str(tag), str(count), dst], timeout=120)
+def host_send(lab: Lab, iface: str, tag: int, count: int, dst: str, seq: int | None = None) -> None:
+    """`count` frames of `tag` into the tap: frames 0..count-1, or `count`
+    copies of frame `seq` (one flow)."""
+    argv = [sys.executable, "-c", FRAME_TOOL, "send", iface, str(tag), str(count), dst]
+    if seq is not None:
+        argv.append(str(seq))
+    r = lab.run(argv, timeout=120)
     if r.returncode != 0:
         raise GuestError(f"host send into {iface} failed: {r.stderr}")
 
@@ -531,6 +543,99 @@ def test_rx_only_held_tail_writes(setup: Setup, timed: None) -> None:
     assert s.rx_packets == RX_ONLY_FRAMES, f"port {port.port_id}: {stats}"
     assert s.rx_bytes == frame_octets(RX_ONLY_FRAMES), stats
     assert (s.rx_errors, s.rx_missed, s.rx_nombuf) == (0, 0, 0), stats
+
+
+NTUPLE_FRAMES = 200  # frames per run of test_ntuple_flow_to_queue
+NTUPLE_TAG, NTUPLE_SEQ = 11, 5  # its flow: FRAME_TOOL's frame 5 of tag 11
+
+
+def parse_hmp_words(text: str) -> list[int]:
+    """HMP `xp /Nwx ADDR` -> the N words, in address order."""
+    words: list[int] = []
+    for line in text.splitlines():
+        if ":" in line:
+            words += [int(w, 16) for w in line.split(":", 1)[1].split()]
+    return words
+
+
+def ntuple_filters(setup: Setup, port: Port) -> dict[int, tuple[int, int, int, int, int]]:
+    """The port's 5-tuple filters with Queue Enable, read from its BAR 0
+    through QEMU's monitor: {index: (FTQF, SAQF, DAQF, SDPQF, L34TIMIR)}."""
+    bar0 = int(setup.vm.sh(f"head -1 /sys/bus/pci/devices/{port.pci}/resource").split()[0], 16)
+    regs = []
+    for base in (0xE600, 0xE000, 0xE200, 0xE400, 0xE800):  # FTQF SAQF DAQF SDPQF L34TIMIR
+        out = setup.vm.qmp("human-monitor-command", **{"command-line": f"xp /128wx {bar0 + base:#x}"})
+        regs.append(parse_hmp_words(str(out)))
+        assert len(regs[-1]) == 128, out
+    return {i: tuple(r[i] for r in regs) for i in range(128) if regs[0][i] & 1 << 31}  # type: ignore[misc]
+
+
+def test_ntuple_flow_to_queue(setup: Setup, timed: None) -> None:
+    """An rte_flow rule on a UDP/IPv4 5-tuple with a queue action takes
+    DPDK's ntuple path (the ixgbe PMD tries it first; testpmd runs without
+    a Flow Director mode, so no other path takes this pattern) and lands
+    in one of the port's 5-tuple filters (read from the device's
+    registers). The flow's frames, which RSS put on one queue, then all
+    arrive on the rule's queue; other flows still spread over both.
+    Run under uio_pci_generic only: the PMD programs the same registers
+    under every binding, and the filters act before any DMA."""
+    if setup.binding.name != "uio":
+        pytest.skip("the 5-tuple rule runs once, under uio_pci_generic (same registers under every binding)")
+    tp, lab = setup.testpmd, setup.lab
+    port = setup.ports[0]
+    t0 = time.monotonic()
+
+    def run(seq: int | None) -> list[int]:
+        """Frames into the port's tap; testpmd's RX packets per queue."""
+        tp.cmd("clear port stats all")
+        tp.cmd("start")
+        try:
+            host_send(lab, port.wire.tap, NTUPLE_TAG, NTUPLE_FRAMES, port.wire.mac, seq)
+            setup.vm.wait_until(
+                f"port {port.port_id} to receive {NTUPLE_FRAMES} frames",
+                lambda: parse_port_stats(tp.cmd("show port stats all"))[port.port_id].rx_packets >= NTUPLE_FRAMES,
+                60,
+            )
+        finally:
+            stop = tp.cmd("stop")
+        streams = parse_stream_stats(stop)
+        return [streams.get((port.port_id, q), 0) for q in range(RXQ)]
+
+    tp.cmd("set fwd rxonly")
+    try:
+        before = run(NTUPLE_SEQ)
+        assert sorted(before) == [0, NTUPLE_FRAMES], f"one flow, one RSS queue: {before}"
+        target = before.index(0)
+        rule = (
+            f"0 ingress pattern eth / ipv4 src is 10.{NTUPLE_TAG}.0.{NTUPLE_SEQ} dst is 10.255.0.1"
+            f" / udp src is {1024 + NTUPLE_SEQ} dst is 9 / end actions queue index {target} / end"
+        )
+        out = tp.cmd(f"flow validate {rule}")
+        assert "Flow rule validated" in out, out
+        assert ntuple_filters(setup, port) == {}
+        out = tp.cmd(f"flow create {rule}")
+        assert re.search(r"Flow rule #\d+ created", out), out
+        filters = ntuple_filters(setup, port)
+        shown = {i: [hex(v) for v in f] for i, f in filters.items()}
+        assert len(filters) == 1, shown
+        ((ftqf, *addr_ports, l34timir),) = filters.values()
+        # both addresses and ports compared (FTQF mask bits 28:25 clear; the
+        # pattern leaves the IP protocol out), each register in wire order:
+        # 10.11.0.5 -> 10.255.0.1, UDP 1029 -> 9; the rule's queue
+        assert (ftqf >> 25) & 0xF == 0, shown
+        assert addr_ports == [0x05000B0A, 0x0100FF0A, 0x09000504], shown
+        assert (l34timir >> 21) & 0x7F == target, shown
+        after = run(NTUPLE_SEQ)
+        assert after[target] == NTUPLE_FRAMES and sum(after) == NTUPLE_FRAMES, f"rule to queue {target}: {after}"
+        spread = run(None)
+        assert sum(spread) == NTUPLE_FRAMES and all(spread), f"other flows: {spread}"
+        tp.cmd("flow flush 0")
+        assert ntuple_filters(setup, port) == {}
+        assert run(NTUPLE_SEQ) == before, "the flow is back on its RSS queue"
+    finally:
+        tp.cmd("flow flush 0")
+        tp.cmd("set fwd io")
+    TIMINGS[f"{setup.binding.name}: 5-tuple rule"] = time.monotonic() - t0
 
 
 def test_quit_and_kernel_driver_back(setup: Setup, timed: None) -> None:
