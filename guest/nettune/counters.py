@@ -16,8 +16,10 @@ from .sysfs import Root
 NET_DEV_FIELDS = ("rx_bytes", "rx_packets", "rx_errors", "rx_dropped", "rx_fifo", "rx_frame", "rx_compressed",
                   "rx_multicast", "tx_bytes", "tx_packets", "tx_errors", "tx_dropped", "tx_fifo", "tx_colls",
                   "tx_carrier", "tx_compressed")
-# ethtool -S keys kept: the ones that count lost or refused packets
-DROP_KEY = re.compile(r"drop|miss|no_buf|nobuf|no_dma|alloc.*fail|fifo|overrun|error|busy|restart", re.I)
+# ethtool -S keys kept: the ones that count lost or refused packets (not Flow Director's
+# fdir_miss, which counts every packet no filter matched)
+DROP_KEY = re.compile(r"^(?!fdir_).*(drop|miss|no_buf|nobuf|no_dma|alloc.*fail|fifo|overrun|error|busy|restart)",
+                      re.I)
 Snapshot = Dict[str, Any]
 
 

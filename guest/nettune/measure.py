@@ -41,6 +41,7 @@ MIN_BAND = 0.05
 PHASES_FULL = ("before", "after", "reverted")
 PHASES_NOW = ("now",)
 CONNECT_TIMEOUT = 5.0
+SETTLE_TIMEOUT = 120.0     # apply/revert may re-create the queues: the link goes down and up
 REPORT_VERSION = 1
 
 
@@ -316,6 +317,22 @@ def preflight(opts: Options, env: Env) -> str:
     return iface
 
 
+def wait_reachable(peer: str, env: Env, when: str) -> None:
+    """Wait until the peer's servers answer again (a channel or ring change takes the link
+    down and up)."""
+    timeout = SETTLE_TIMEOUT
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            env.tools.connect(peer, IPERF3_PORT, CONNECT_TIMEOUT)
+            return
+        except OSError as e:
+            if time.monotonic() >= deadline:
+                raise MeasureError(f"peer {peer} not reachable {when} within {timeout:g} s: "
+                                   f"{getattr(e, 'strerror', None) or e}") from None
+            time.sleep(1.0)
+
+
 def measure(opts: Options, env: Env, out: TextIO) -> Dict[str, Any]:
     """Run every phase and write the report; the tuning state ends as it began."""
     iface = preflight(opts, env)
@@ -331,10 +348,12 @@ def measure(opts: Options, env: Env, out: TextIO) -> Dict[str, Any]:
                 out.write("measure: nettune apply\n")
                 _logged(env.apply, opts.out_dir, "apply.log", out, "apply")
                 applied = True
+                wait_reachable(opts.peer, env, "after apply")
             elif name == "reverted":
                 out.write("measure: nettune revert\n")
                 applied = False
                 _logged(env.revert, opts.out_dir, "revert.log", out, "revert")
+                wait_reachable(opts.peer, env, "after revert")
             phases.append(run_phase(name, opts, env, iface, out))
     except BaseException as e:
         if applied:

@@ -76,9 +76,12 @@ class Fake:
     """Recorded tool output, and counters in the tree that move with every workload run."""
 
     def __init__(self, root: str, fail_at: Optional[int] = None, missing: Tuple[str, ...] = (),
-                 unreachable: bool = False, failure: str = "iperf3-unreachable.json") -> None:
+                 unreachable: bool = False, failure: str = "iperf3-unreachable.json",
+                 gone_after_apply: bool = False) -> None:
         self.root, self.fail_at, self.missing, self.unreachable, self.failure = (
             root, fail_at, missing, unreachable, failure)
+        self.gone_after_apply = gone_after_apply
+        self.connects: List[str] = []
         self.workload_runs = 0
         self.phases: List[str] = []
         self.n = 0
@@ -109,7 +112,8 @@ class Fake:
         return None if name in self.missing else f"/usr/bin/{name}"
 
     def connect(self, host: str, port: int, timeout: float) -> None:
-        if self.unreachable:
+        self.connects.append(self.phase())
+        if self.unreachable or (self.gone_after_apply and self.phase() == "after"):
             raise ConnectionRefusedError(111, "Connection refused")
 
     def phase(self) -> str:
@@ -212,13 +216,14 @@ def test_counter_parsers_and_delta() -> None:
          "softirq_ticks": counters.parse_stat_softirq(STAT.format(s0=1, s1=1)),
          "irq": {"eth0-TxRx-0": [1, 2], "gone": [5, 5]},
          "dev": counters.parse_net_dev(NET_DEV.format(rb=1, rp=1, rd=1, tb=1, tp=1), "eth0"),
-         "ethtool": counters.parse_ethtool_stats("NIC statistics:\n  rx_packets: 9\n  rx_no_dma_resources: 4\n")}
+         "ethtool": counters.parse_ethtool_stats("NIC statistics:\n  rx_packets: 9\n  rx_no_dma_resources: 4\n"
+                                                 "  fdir_miss: 7\n  fdir_match: 1\n")}
     b = {"softirq": counters.parse_softirqs(SOFTIRQS.format(tx0=11, rx1=52)),
          "softirq_ticks": counters.parse_stat_softirq(STAT.format(s0=3, s1=1)),
          "irq": {"eth0-TxRx-0": [4, 2]},
          "dev": counters.parse_net_dev(NET_DEV.format(rb=1, rp=8, rd=4, tb=1, tp=1), "eth0"),
          "ethtool": counters.parse_ethtool_stats("NIC statistics:\n  rx_packets: 19\n  rx_no_dma_resources: 6\n")}
-    assert a["ethtool"] == {"rx_no_dma_resources": 4}     # only drop-like keys
+    assert a["ethtool"] == {"rx_no_dma_resources": 4}     # only drop-like keys (a Flow Director miss is none)
     d = counters.delta(a, b)
     assert d["softirq"] == {"NET_RX": [0, 50, 0, 0], "NET_TX": [10, 0, 0, 0]}
     tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
@@ -284,6 +289,8 @@ def test_measure_report_matches_the_raw_output(ixgbe: Callable[..., Tuple[str, F
     r = nt("--root", root, "measure", "--peer", "192.0.2.2", "--runs", "2", "--seconds", "2", "--out", out)
     assert r.rc == 0, r.err + r.out
     assert fake.phases == ["untuned"] * 10 + ["after"] * 10 + ["untuned"] * 10
+    # the peer is probed before anything (both servers) and again once apply and revert are done
+    assert fake.connects == ["untuned", "untuned", "after", "untuned"]
     restore_counters(root, fake)
     assert tree_hash(root) == before_hash                # applied and reverted exactly
     rep = json.load(open(os.path.join(out, "report.json")))
@@ -363,15 +370,19 @@ def test_measure_now_changes_nothing(ixgbe: Callable[..., Tuple[str, Fake]], nt:
     ({"fail_at": 14, "failure": "sockperf-refused.txt"}, [], 1,
      "failed: sockperf: ERROR: Can`t connect socket (errno=111 Connection refused); "
      "the tuning applied for it was reverted", 14),
+    # the peer does not answer once apply re-created the queues: reverted
+    ({"gone_after_apply": True}, [], 1, "peer 192.0.2.2 not reachable after apply within 0.5 s: Connection refused; "
+                                        "the tuning applied for it was reverted", 10),
     # the last phase, after revert
     ({"fail_at": 25}, [], 1, "reverted run 1/2 of udp_64", 25),
 ])
 def test_measure_failures_leave_the_tuning_as_it_was(ixgbe: Callable[..., Tuple[str, Fake]], nt: NT, tmp_path: Any,
                                                      kw: Dict[str, Any], args: List[str], rc: int, text: str,
-                                                     runs: int) -> None:
+                                                     runs: int, monkeypatch: pytest.MonkeyPatch) -> None:
     root, fake = ixgbe(**kw)
     restore_counters(root, fake)
     before_hash = tree_hash(root)
+    monkeypatch.setattr(m, "SETTLE_TIMEOUT", 0.5)
     out = str(tmp_path / "fail")
     r = nt("--root", root, "measure", "--peer", "192.0.2.2", "--runs", "2", "--seconds", "2", "--out", out, *args)
     assert (r.rc, text in r.err) == (rc, True), (r.rc, r.err)
@@ -379,7 +390,7 @@ def test_measure_failures_leave_the_tuning_as_it_was(ixgbe: Callable[..., Tuple[
     assert not os.path.exists(os.path.join(out, "report.json"))
     restore_counters(root, fake)
     assert tree_hash(root) == before_hash
-    if 10 < runs <= 20:
+    if 10 < runs <= 20 or kw.get("gone_after_apply"):
         assert "reverting what it applied" in r.out and "the tuning applied for it was reverted" in r.err
 
 
