@@ -117,8 +117,8 @@ bool ixgbe_fc_rx(IxgbeCore *core, const uint8_t *frame, size_t len)
 /* Transmit thresholds and pause times: kept for the driver (see above) */
 static const IxgbeRegDesc ixgbe_fc_regs[] = {
     PLAIN("FCTTV", IXGBE_FCTTV0, 4, 4, 0, ALL),
-    PLAIN("FCRTL", IXGBE_FCRTL0, 8, 4, 0, 0x8007FFE0),
-    PLAIN("FCRTH", IXGBE_FCRTH0, 8, 4, 0, 0x8007FFE0),
+    PLAIN("FCRTL", IXGBE_FCRTL0, 8, 4, 0, 0x8007FFF0),
+    PLAIN("FCRTH", IXGBE_FCRTH0, 8, 4, 0, 0x8007FFF0),
     PLAIN("FCRTV", IXGBE_FCRTV, 1, 4, 0, 0xFFFF),
     PLAIN("FCCFG", IXGBE_FCCFG, 1, 4, 0, 0x18),
 };
