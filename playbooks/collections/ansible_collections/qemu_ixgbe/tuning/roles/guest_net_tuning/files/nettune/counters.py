@@ -1,1 +1,0 @@
-../../../../../../../../../guest/nettune/counters.py

@@ -1,1 +1,0 @@
-../../../../../../../../../guest/nettune/measure_report.py
