@@ -192,6 +192,11 @@ if mode == "send":
             time.sleep(0.01)  # the tap queue holds 1000 frames
     print(json.dumps({"sent": count}))
     sys.exit(0)
+# Room for every frame of a run while this loop checks them one by one
+# (the default buffer holds about 90 of them: a stall of the host, not the
+# device, would otherwise drop frames). SO_RCVBUFFORCE: root may exceed
+# net.core.rmem_max.
+s.setsockopt(socket.SOL_SOCKET, getattr(socket, "SO_RCVBUFFORCE", 33), 32 << 20)
 deadline = time.monotonic() + float(sys.argv[5])
 src, dst = (bytes.fromhex(a.replace(":", "")) for a in sys.argv[6:8]) if len(sys.argv) > 7 else (None, None)
 seen, bad, other, octets = set(), 0, 0, 0
