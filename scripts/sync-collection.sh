@@ -38,6 +38,13 @@ mapfile -t wanted < <(cd "$GUEST" && shopt -s nullglob && for p in "${SHIPPED[@]
 done | sort -u)
 ((${#wanted[@]})) || die "no nettune sources under $GUEST"
 
+# A set, not a pipe into grep -q: grep quitting at its first match may
+# kill the writer with SIGPIPE, which pipefail reports as no match.
+declare -A is_wanted=()
+for rel in "${wanted[@]}"; do
+    is_wanted[$rel]=1
+done
+
 problems=()
 for rel in "${wanted[@]}"; do
     link="$FILES/$rel"
@@ -62,7 +69,7 @@ done
 if [[ -d "$FILES" ]]; then
     while IFS= read -r -d '' path; do
         rel="${path#"$FILES"/}"
-        printf '%s\n' "${wanted[@]}" | grep -qxF -- "$rel" && continue
+        [[ -n "${is_wanted[$rel]:-}" ]] && continue
         problems+=("$rel: not a file the role installs (stale)")
         ((check)) || rm -f "$path"
     done < <(find "$FILES" \( -type l -o -type f \) -print0)
