@@ -285,10 +285,15 @@ if [[ -n "$seconds" ]]; then
     speed=$((elapsed > 0 ? execs / elapsed : 0))
     mapfile -t after < <(list_inputs "$WORK/artifacts")
     new_artifacts=()
+    # a set, not printf | grep -q (SIGPIPE under pipefail reads as no match)
+    declare -A was_there=()
+    for f in "${before[@]}"; do
+        was_there[$f]=1
+    done
     for f in "${after[@]}"; do
         # slow-unit-* files (inputs over 10 s) are information, not failures.
         [[ "$(basename "$f")" =~ ^(crash|timeout|oom|leak)- ]] || continue
-        printf '%s\n' "${before[@]}" | grep -qxF -- "$f" && continue
+        [[ -n "${was_there[$f]:-}" ]] && continue
         # On a busy machine an input can pass the timeout without hanging:
         # a timeout that runs through once more, given ten times as long,
         # was load, not a hang. It is kept aside, not reported.
