@@ -18,6 +18,7 @@ import base64
 import ipaddress
 import math
 import re
+import statistics
 import subprocess
 import time
 from collections.abc import Callable
@@ -40,8 +41,14 @@ from scenarios import WIRE_NET, Guest, back_to_back_args, boot_back_to_back, wir
 # summary interval as short, so that each sample is logged).
 PTP4L_OPTS = "-2 -H -m -q --tx_timestamp_timeout 200 --logSyncInterval -2 --summary_interval -2"
 LOCKED_SAMPLES = 60
-# Measured here (TCG, 2 shared host cores under load): 3-6 us rms.
-PTP_RMS_BOUND_NS = 50_000
+# Measured here (TCG, 2 shared host cores under load): 3-6 us rms. A host
+# that deschedules QEMU between a frame's hand-over and its time stamp adds
+# a few samples of hundreds of microseconds (80 us rms in one run beside
+# another guest suite), so the typical offset (the median of |offset|) is
+# held to PTP_TYPICAL_BOUND_NS and the rms only to PTP_RMS_BOUND_NS: a
+# stamp taken at the wrong place is off by milliseconds in every sample.
+PTP_TYPICAL_BOUND_NS = 50_000
+PTP_RMS_BOUND_NS = 1_000_000
 
 
 @pytest.fixture(scope="module")
@@ -165,11 +172,13 @@ def test_ptp4l_synchronises_the_ports(g: Guest, record_summary: Callable[[str], 
     """The slave's servo locks on hardware time stamps and stays close. The
     stamps are taken where the model hands a frame over and where it takes
     one in; between them lies the host's time for the model's own work,
-    which a loaded host stretches by microseconds. A clock or time stamp
+    which a loaded host stretches by microseconds, now and then by far
+    more (see PTP_TYPICAL_BOUND_NS). A clock or time stamp
     taken from the wrong place would be off by milliseconds or seconds."""
     late = run_ptp4l(g)
     record_summary(f"ptp4l slave offset, TCG: rms {rms(late) / 1000:.2f} us, "
                    f"max {max(map(abs, late)) / 1000:.2f} us ({len(late)} samples)")
+    assert statistics.median(map(abs, late)) < PTP_TYPICAL_BOUND_NS, late
     assert rms(late) < PTP_RMS_BOUND_NS, late
 
 
@@ -209,7 +218,7 @@ def test_phc2sys_synchronises_the_clocks(g: Guest) -> None:
         g.vm.run("kill $(pidof phc2sys)")
     log = g.vm.sh("cat /tmp/phc2sys.log")
     offsets = [int(o) for o in re.findall(r"offset\s+(-?\d+) s2", log)]
-    assert all(abs(o) < PTP_RMS_BOUND_NS for o in offsets[-10:]), log
+    assert all(abs(o) < PTP_TYPICAL_BOUND_NS for o in offsets[-10:]), log
 
 
 # ------------------------------------------------------------------- USO
