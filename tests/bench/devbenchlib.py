@@ -1022,7 +1022,7 @@ def all_ratios(
 
 # ------------------------------------------------- host memory (--memory)
 # `-device` of each model in the memory mode; virtio-net-pci is realized but
-# not driven (the runner has no virtio driver)
+# not driven there (devmem.drive programs the Intel models only)
 MEM_DEVICES = {"ixgbe": "ixgbe", "igb": "igb", "e1000e": "e1000e", "virtio-net": "virtio-net-pci"}
 MEM_MODEL_NAMES = tuple(MEM_DEVICES)
 # /proc/PID/smaps_rollup fields kept, in bytes
