@@ -36,7 +36,7 @@
 #                         not ok; see docs/netdev-selftests.md)
 #   --markdown FILE       also write the table as Markdown
 #   --json FILE           also write the results as JSON
-#   --timeout S           seconds per test program (default 900)
+#   --timeout S           seconds per test program (default 900; 240 with --ci)
 # Exit status: 0 when every case ran (failures are results, not errors; with
 # --ci: when every case of the subset is ok); 1 otherwise; 2 bad input.
 set -euo pipefail
