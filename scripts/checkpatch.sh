@@ -3,9 +3,12 @@
 # project's device sources and its patch series:
 #   * source files (checkpatch --no-tree -f): hw/net/ixgbe*.[ch],
 #     tests/qtest/ixgbe*.[ch], tests/unit/test-ixgbe*.c
-#   * patches (checkpatch --no-tree): qemu-patches/*.patch, which carry the
-#     device doc and trace events (docs/system/devices/ixgbe.rst,
-#     hw/net/trace-events-ixgbe) as QEMU's tree receives them
+#   * patches (checkpatch --no-tree): the QEMU fixes
+#     (qemu-patches/fixes/*.patch) and the device series
+#     (qemu-patches/ixgbe/*.patch but its cover letter), which carries the
+#     files above, the device doc and trace events
+#     (docs/system/devices/ixgbe.rst, hw/net/trace-events-ixgbe) and the
+#     build glue as QEMU's tree receives them, with their commit messages
 # Both errors and warnings fail (--strict). Exit status: 0 clean, 1 problems
 # found, 77 nothing to check (meson's "skipped").
 #
@@ -32,8 +35,11 @@ if (($#)); then
 else
     shopt -s nullglob
     files=(hw/net/ixgbe*.c hw/net/ixgbe*.h tests/qtest/ixgbe*.c tests/qtest/ixgbe*.h tests/unit/test-ixgbe*.c
-        qemu-patches/*.patch)
+        qemu-patches/fixes/*.patch qemu-patches/ixgbe/0*.patch)
     shopt -u nullglob
+    for i in "${!files[@]}"; do
+        [[ "${files[i]}" != */0000-cover-letter.patch ]] || unset 'files[i]'
+    done
 fi
 if ((${#files[@]} == 0)); then
     log "nothing to check (no ixgbe sources or patches yet)"
