@@ -64,7 +64,7 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SRC_DIR="$BUILD_DIR/qemu-src"
-MODE=write
+MODE="write"
 FIXES_REF=""
 OUT_DIR=""
 while (($#)); do
