@@ -4,16 +4,16 @@
 #   1. scripts/fetch-qemu.sh puts the QEMU source in $BUILD_DIR/qemu-src;
 #   2. the pristine tree becomes a git repository (commit "pristine", tag
 #      "pristine") once, so the patch state is tracked;
-#   3. the patch series is applied in order ('git am'): the QEMU fixes
-#      (qemu-patches/fixes/), then the device series, which
-#      scripts/export-patches.sh --out generates from the device's files
-#      (hw/net/, tests/qtest/, tests/unit/, the device doc, as
-#      qemu-patches/ixgbe-src/MANIFEST places them): the same series as
-#      qemu-patches/ixgbe/, but made from the files as they are now, so an
-#      edit is built without regenerating qemu-patches/ first (the series
-#      test tells when that is due). When any of these inputs changes, the
-#      series is made and applied afresh to pristine, and the tree checks
-#      out the result: only the files that changed get new timestamps;
+#   3. the patch series: scripts/export-patches.sh --out makes it on
+#      pristine, the QEMU fixes (qemu-patches/fixes/) applied with 'git am'
+#      and the device series generated from the device's files (hw/net/,
+#      tests/qtest/, tests/unit/, the device doc, as
+#      qemu-patches/ixgbe-src/MANIFEST places them) as one commit per
+#      patch: the series qemu-patches/ixgbe/ holds, made from the files as
+#      they are now, so an edit is built without exporting qemu-patches/
+#      first (the series test tells when that is due). The tree checks out
+#      its last commit; only the files that changed get new timestamps.
+#      This runs only when one of these inputs changed;
 #   4. the sanitizer build's device list (scripts/qemu-devices/) is
 #      symlinked into the tree under configs/devices/;
 #   5. configure runs once into $BUILD_DIR/qemu-build (again only when the
@@ -180,77 +180,31 @@ applied_head=""
 [[ -f "$PATCH_STAMP" ]] && applied_head="$(sed -n 2p "$PATCH_STAMP")"
 cur_head="$(sgit rev-parse HEAD)"
 
-# The series is applied in a scratch worktree of the same repository, and
-# the tree then checks out the result: files the old and the new series
-# leave alike keep their timestamps, so ninja rebuilds only what changed
-# (a reset to pristine and 'git am' in place would touch every file a
-# patch touches, e.g. a header included everywhere).
-APPLY_DIR="$BUILD_DIR/.qemu-src-apply"
-agit() {
-    git -C "$APPLY_DIR" "${GIT_ID[@]}" "$@"
-}
-
-# A patch that is a mailbox (git format-patch) goes through 'git am';
-# a plain diff through 'git apply' plus a commit named after the file.
-apply_one() {
-    local p=$1 name out
-    name="${p#"$REPO_ROOT"/}"
-    if head -n1 "$p" | grep -q '^From '; then
-        if ! out="$(agit -c core.sparseCheckout=true am -q --keep-cr --committer-date-is-author-date "$p" 2>&1)"; then
-            agit am --abort >/dev/null 2>&1 || true
-            printf '%s\n' "$out" >&2
-            return 1
-        fi
-    else
-        if ! out="$(agit apply --index "$p" 2>&1)"; then
-            printf '%s\n' "$out" >&2
-            return 1
-        fi
-        agit commit -q --no-verify -m "Apply $name" || return 1
-    fi
-    log "applied $name"
-}
-
-drop_apply_dir() {
-    sgit worktree remove --force "$APPLY_DIR" >/dev/null 2>&1 || rm -rf "$APPLY_DIR"
-    sgit worktree prune
-}
-
+# scripts/export-patches.sh makes the series in a scratch worktree of the
+# same repository: the fixes applied to pristine with 'git am', then one
+# commit per device patch, which it writes out with 'git format-patch' (the
+# series test checks that 'git am' of those files gives the same tree).
+# The tree then checks out the last commit: files the old and the new
+# series leave alike keep their timestamps, so ninja rebuilds only what
+# changed (a reset to pristine and 'git am' in place would touch every
+# file a patch touches, e.g. a header included everywhere).
 n_fixes=0 n_device=0
 if ((prepare_tree)) && [[ "$want_patches" != "$have_patches" || "$cur_head" != "$applied_head" ]]; then
     if [[ -n "$have_patches" || "$cur_head" != "$(sgit rev-parse pristine)" ]]; then
-        log "patch series changed: applying it afresh to pristine"
+        log "patch series changed: making it afresh on pristine"
     fi
     rm -f "$PATCH_STAMP"
     IXGBE_SERIES_LOCK_HELD=1 bash "$REPO_ROOT/scripts/export-patches.sh" --src "$SRC_DIR" \
-        --out "$SERIES_DIR" || die "scripts/export-patches.sh could not make the patch series"
+        --out "$SERIES_DIR" || die "scripts/export-patches.sh could not make the patch series; the tree is unchanged"
+    fixes_head="$(sed -n 1p "$SERIES_DIR/commits")"
+    new_head="$(sed -n 2p "$SERIES_DIR/commits")"
+    sgit rev-parse -q --verify "$new_head^{commit}" >/dev/null ||
+        die "scripts/export-patches.sh left no commit $new_head"
+    sgit tag -f ixgbe-fixes "$fixes_head" >/dev/null # the last fix, to edit them from
     shopt -s nullglob
     fixes=("$SERIES_DIR"/fixes/*.patch)
-    device=("$SERIES_DIR"/ixgbe/[0-9]*.patch)
+    device=("$SERIES_DIR"/ixgbe/*.patch)
     shopt -u nullglob
-    device=("${device[@]/*\/0000-cover-letter.patch/}")
-    patches=("${fixes[@]}")
-    for p in "${device[@]}"; do
-        [[ -n "$p" ]] && patches+=("$p")
-    done
-    drop_apply_dir
-    # Only the files the series touches are checked out there.
-    sgit worktree add -q --no-checkout --detach "$APPLY_DIR" pristine
-    sparse="$(agit rev-parse --git-path info/sparse-checkout)"
-    mkdir -p "$(dirname "$sparse")"
-    sed -n 's|^diff --git a/\(.*\) b/\(.*\)$|/\1\n/\2|p' "${patches[@]}" | sort -u >"$sparse"
-    agit -c core.sparseCheckout=true read-tree -mu HEAD
-    for p in "${patches[@]}"; do
-        if ! apply_one "$p"; then
-            drop_apply_dir
-            die "patch ${p#"$BUILD_DIR"/} does not apply to QEMU $qemu_version ($src_ident); the tree is unchanged"
-        fi
-        if [[ "$p" == "$SERIES_DIR"/fixes/* ]]; then
-            agit tag -f ixgbe-fixes HEAD >/dev/null # the last fix, to edit them from
-        fi
-    done
-    new_head="$(agit rev-parse HEAD)"
-    drop_apply_dir
     sgit am --abort >/dev/null 2>&1 || true
     # Links into this repository from before the series carried the
     # device's files (or of a file since gone) would stand in the way.
@@ -263,8 +217,9 @@ if ((prepare_tree)) && [[ "$want_patches" != "$have_patches" || "$cur_head" != "
     # series; untracked files (our symlinks) stay, step 4 refreshes them.
     sgit reset -q --hard HEAD
     sgit checkout -q -B ixgbe-build "$new_head"
-    printf '%s\n%s\n%s\n%s\n' "$want_patches" "$(sgit rev-parse HEAD)" "${#fixes[@]}" "$((${#patches[@]} - ${#fixes[@]}))" >"$PATCH_STAMP"
-    log "patch series applied: ${#fixes[@]} fix(es), $((${#patches[@]} - ${#fixes[@]})) device patch(es)"
+    # (the device series' cover letter is no patch)
+    printf '%s\n%s\n%s\n%s\n' "$want_patches" "$(sgit rev-parse HEAD)" "${#fixes[@]}" "$((${#device[@]} - 1))" >"$PATCH_STAMP"
+    log "patch series applied: ${#fixes[@]} fix(es), $((${#device[@]} - 1)) device patch(es)"
 fi
 if [[ -f "$PATCH_STAMP" ]]; then
     n_fixes="$(sed -n 3p "$PATCH_STAMP")"

@@ -44,15 +44,19 @@
 #                      from this repository's files. Exit 77 (skipped)
 #                      while there is no QEMU tree with a 'pristine' tag.
 #                      The 'series' test of meson runs this.
-#   --out DIR          write the series to DIR/fixes and DIR/ixgbe (for
-#                      scripts/build-qemu.sh), nothing else.
+#   --out DIR          write the series to DIR/fixes and DIR/ixgbe, and to
+#                      DIR/commits the commits it was written from (the
+#                      last fix, the last device patch), for
+#                      scripts/build-qemu.sh; nothing else.
 #
 # The series are made in a scratch worktree of the QEMU tree's repository
 # (under $BUILD_DIR, removed afterwards; only the files the series touch
 # are checked out; the tree itself is not touched), and written by 'git
 # format-patch' without per-machine details (no commit ids, no git
 # version, fixed abbreviations, dates and identity, no user or system git
-# configuration), so the same sources give the same files anywhere.
+# configuration), so the same sources give the same files anywhere. The
+# fixes applied to pristine are kept under refs/ixgbe-series/fixes/ in that
+# repository, named after their content, and replayed only when they change.
 #
 # Usage: scripts/export-patches.sh [--src DIR]
 #                                  [--fixes-from REF | --check | --out DIR]
@@ -260,7 +264,15 @@ for g in "${glues[@]}"; do
 done
 shopt -u nullglob
 
-cgit -C "$SRC_DIR" worktree add -q --no-checkout --detach "$WT" pristine
+# The fixes applied to pristine, kept under a ref named after their
+# content: replayed only when they (or pristine) change.
+fixes_key="$({
+    cgit -C "$SRC_DIR" rev-parse pristine
+    cat "${fix_patches[@]}" </dev/null
+} | sha256sum | cut -c1-16)"
+FIXES_CACHE=refs/ixgbe-series/fixes
+cached="$(cgit -C "$SRC_DIR" rev-parse -q --verify "$FIXES_CACHE/$fixes_key^{commit}" 2>/dev/null || true)"
+cgit -C "$SRC_DIR" worktree add -q --no-checkout --detach "$WT" "${cached:-pristine}"
 sparse="$(wgit rev-parse --git-path info/sparse-checkout)"
 mkdir -p "$(dirname "$sparse")"
 {
@@ -270,12 +282,18 @@ mkdir -p "$(dirname "$sparse")"
 } | sort -u >"$sparse"
 wgit read-tree -mu HEAD
 
-for p in "${fix_patches[@]}"; do
-    if ! out="$(wgit am -q --keep-cr --committer-date-is-author-date "$p" 2>&1)"; then
-        printf '%s\n' "$out" >&2
-        die "fix $(basename "$p") does not apply to pristine with git am (after the fixes before it)"
-    fi
-done
+if [[ -z "$cached" ]]; then
+    for p in "${fix_patches[@]}"; do
+        if ! out="$(wgit am -q --keep-cr --committer-date-is-author-date "$p" 2>&1)"; then
+            printf '%s\n' "$out" >&2
+            die "fix $(basename "$p") does not apply to pristine with git am (after the fixes before it)"
+        fi
+    done
+    # Keep only the current fixes' entry.
+    cgit -C "$SRC_DIR" for-each-ref --format='delete %(refname)' "$FIXES_CACHE/" |
+        cgit -C "$SRC_DIR" update-ref --stdin
+    cgit -C "$SRC_DIR" update-ref "$FIXES_CACHE/$fixes_key" "$(wgit rev-parse HEAD)"
+fi
 fixes_head="$(wgit rev-parse HEAD)"
 
 # ------------------------------------------------- the device series ---
@@ -313,9 +331,10 @@ for i in "${!names[@]}"; do
     for f in ${adds[i]}; do
         mkdir -p "$(dirname "$WT/$f")"
         cp "$REPO_ROOT/$f" "$WT/$f"
-        wgit add -- "$f"
         all_added+="$f"$'\n'
     done
+    # shellcheck disable=SC2086 # a list of paths without spaces
+    [[ -z "${adds[i]}" ]] || wgit add -- ${adds[i]}
     for g in ${glues[i]}; do
         if ! out="$(wgit apply --index "$SPEC_DIR/$g" 2>&1)"; then
             printf '%s\n' "$out" >&2
@@ -365,6 +384,9 @@ out)
     rm -f "$OUT_DIR"/fixes/*.patch "$OUT_DIR"/ixgbe/*.patch
     cp "$work/out/fixes"/*.patch "$OUT_DIR/fixes/"
     cp "$work/out/ixgbe"/*.patch "$OUT_DIR/ixgbe/"
+    # The commits the series was written from (in the QEMU tree's
+    # repository): the last fix, the last device patch.
+    printf '%s\n%s\n' "$fixes_head" "$(wgit rev-parse HEAD)" >"$OUT_DIR/commits"
     log "$n_fixes fix(es) and $n_dev device patch(es) in $OUT_DIR"
     ;;
 write)
