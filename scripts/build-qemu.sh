@@ -126,7 +126,8 @@ while IFS= read -r -d '' f; do
     series_inputs+=("$f")
 done < <(find "$PATCH_DIR/fixes" "$PATCH_DIR/ixgbe-src" "$REPO_ROOT/hw/net" \
     "$REPO_ROOT/tests/qtest" "$REPO_ROOT/tests/unit" "$REPO_ROOT/docs/system/devices/ixgbe.rst" \
-    "$REPO_ROOT/scripts/export-patches.sh" \( -type f -o -type l \) -print0 2>/dev/null | sort -z)
+    "$REPO_ROOT/scripts/export-patches.sh" \( -type f -o -type l \) ! -name '.*' ! -name '*~' \
+    -print0 2>/dev/null | sort -z)
 PATCH_STAMP="$SRC_DIR/.git/qemu-ixgbe-patches.sha256"
 want_patches="$(hash_files "${series_inputs[@]}")"
 

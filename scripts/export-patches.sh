@@ -171,7 +171,9 @@ while IFS= read -r -d '' f; do
     [[ -n "${placed[$f]:-}" ]] || unplaced+=("$f")
 done < <(
     for d in "${DEVICE_DIRS[@]}"; do
-        [[ -d "$REPO_ROOT/$d" ]] && find "$REPO_ROOT/$d" \( -type f -o -type l \) -print0
+        # (editors' hidden and backup files aside)
+        [[ -d "$REPO_ROOT/$d" ]] && find "$REPO_ROOT/$d" \( -type f -o -type l \) \
+            ! -name '.*' ! -name '*~' -print0
     done
     for f in "${DEVICE_EXTRA[@]}"; do
         [[ -e "$REPO_ROOT/$f" ]] && printf '%s\0' "$REPO_ROOT/$f"
