@@ -162,6 +162,37 @@ VENV_DIR="$BUILD_DIR/venv"
 VENV_PYTHON="$VENV_DIR/bin/python3"
 export VENV_DIR VENV_PYTHON
 
+# QEMU as scripts/build-qemu.sh and scripts/build-series.sh configure it.
+# The firmware path, searched by the binary before its own data directory:
+# the project's committed boot ROMs (pc-bios/efi-ixgbe-*.rom, the devices'
+# default romfile), then Debian's firmware directories (packages seabios,
+# qemu-system-data, ipxe-qemu).
+QEMU_FIRMWARE_DIRS=("$REPO_ROOT/pc-bios" /usr/share/qemu /usr/share/seabios /usr/lib/ipxe/qemu)
+
+# shellcheck disable=SC2034 # used by the scripts that source this file
+QEMU_CONFIGURE_ARGS=(
+    --target-list=x86_64-softmmu
+    --disable-docs
+    --disable-werror
+    --disable-download
+    --enable-slirp
+    --enable-numa
+    --disable-gtk
+    --disable-sdl
+    --disable-vnc
+    --disable-opengl
+    --disable-spice
+    --disable-xen
+    --disable-rust
+    --disable-install-blobs
+    # No firmware is built here: use the committed ixgbe ROMs and Debian's
+    # (seabios, qemu-system-data, ipxe-qemu), so the binary runs without -L
+    # (qtests need this too).
+    --firmwarepath="$(IFS=:; echo "${QEMU_FIRMWARE_DIRS[*]}")"
+    --with-pkgversion=qemu-ixgbe
+    --python="$VENV_PYTHON"
+)
+
 # The venv's python with the project's import roots on PYTHONPATH: the shared
 # test library (tests/lib: ixgbe_testlib), the in-guest tuner (guest:
 # nettune), the collection (playbooks/collections: ansible_collections.*).
@@ -189,11 +220,11 @@ export SANITIZER_BUILD_DIR
 # scripts/run-qtest.sh runs them with the ixgbe qtests.
 # shellcheck disable=SC2034 # used by the scripts that source this file
 QEMU_UNIT_TESTS=(
-    tests/unit/test-io-task # qemu-patches: io/task, results at default priority
+    tests/unit/test-io-task # qemu-patches/fixes: io/task, results at default priority
     tests/unit/test-ixgbe-iov # the model's iovec walk and CRC
-    tests/unit/test-net-checksum # qemu-patches: net/checksum, 32 bits at a time
-    tests/unit/test-net-tx-pkt # qemu-patches: net_tx_pkt, UDP segmentation
-    tests/qtest/pcie-sriov-test # qemu-patches: pcie_sriov, NumVFs on load
+    tests/unit/test-net-checksum # qemu-patches/fixes: net/checksum, 32 bits at a time
+    tests/unit/test-net-tx-pkt # qemu-patches/fixes: net_tx_pkt, UDP segmentation
+    tests/qtest/pcie-sriov-test # qemu-patches/fixes: pcie_sriov, NumVFs on load
 )
 
 # Export ASAN_OPTIONS and UBSAN_OPTIONS so that any sanitizer report ends
