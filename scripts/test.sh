@@ -4,7 +4,9 @@
 #   scripts/deps.sh                      install/verify dependencies
 #   meson setup build                    (or --reconfigure when already set up)
 #   meson compile -C build               patched QEMU + guest images
-#   meson test -C build --print-errorlogs [ARGS...]
+#   meson test -C build --print-errorlogs --num-processes CORES+1 [ARGS...]
+#                                        (the sanitizer QEMU is built by its
+#                                        first test, qemu-fuzz)
 #
 # Extra arguments go to 'meson test', e.g.  scripts/test.sh --suite guest
 # At the end: the time report (each build step's and each test's wall time
@@ -58,17 +60,22 @@ tlog "meson compile -C $BUILD_DIR"
 "$MESON" compile -C "$BUILD_DIR" || die "meson compile -C $BUILD_DIR failed (see above)"
 t_built=$(now_s)
 
-tlog "meson test -C $BUILD_DIR --print-errorlogs $*"
+# One test more at once than there are cores: a TCG guest suite keeps under
+# a core busy (meson.build, "Scheduling"). MESON_TESTTHREADS overrides it,
+# and so does a --num-processes among the arguments.
+jobs="${MESON_TESTTHREADS:-$(($(nproc) + 1))}"
+tlog "meson test -C $BUILD_DIR --print-errorlogs --num-processes $jobs $*"
 rm -f "$BUILD_DIR/meson-logs/testlog.json"
 rc=0
-# Everything was just built: no second (always-stale) build step.
-"$MESON" test -C "$BUILD_DIR" --no-rebuild --print-errorlogs "$@" || rc=$?
+# Everything the tests need was just built (the sanitizer QEMU is built by
+# the test qemu-fuzz): no second (always-stale) build step.
+"$MESON" test -C "$BUILD_DIR" --no-rebuild --print-errorlogs --num-processes "$jobs" "$@" || rc=$?
 t_tested=$(now_s)
 tlog "build $(fmt_duration $((t_built - t0))), tests $(fmt_duration $((t_tested - t_built))), meson test exit $rc"
 
 # The time report; it only reports (load moves the figures), the review reads it.
 "${PROJECT_PYTHON[@]}" -m ixgbe_testlib.timereport --budgets "$REPO_ROOT/docs/ci-time.md" \
-    --ninja-log "$BUILD_DIR/.ninja_log" --testlog "$BUILD_DIR/meson-logs/testlog.json" \
+    --ninja-log "$BUILD_DIR/.ninja_log" --since "$t0" --testlog "$BUILD_DIR/meson-logs/testlog.json" \
     --step "deps=$((t_deps - t0))" --step "meson setup=$((t_setup - t_deps))" \
     --step "meson compile=$((t_built - t_setup))" --step "meson test=$((t_tested - t_built))" \
     --step "total=$((t_tested - t0))" --json "$BUILD_DIR/meson-logs/times.json" ||
