@@ -25,7 +25,22 @@ tlog() {
     log "$(date -u +%H:%M:%S) $*"
 }
 
+# The host's CPU ticks so far, busy and idle (/proc/stat's first line:
+# user nice system idle iowait irq softirq steal), to say how busy the
+# cores were in each phase: work left on the table when low.
+cpu_ticks() {
+    awk '/^cpu /{print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6; exit}' /proc/stat
+}
+# busy_pct "BUSY0 IDLE0" "BUSY1 IDLE1": the busy share between two readings
+busy_pct() {
+    local b0 i0 b1 i1
+    read -r b0 i0 <<<"$1"
+    read -r b1 i1 <<<"$2"
+    echo $((100 * (b1 - b0) / (b1 - b0 + i1 - i0 > 0 ? b1 - b0 + i1 - i0 : 1)))
+}
+
 t0=$(now_s)
+cpu0=$(cpu_ticks)
 tlog "scripts/deps.sh"
 bash "$REPO_ROOT/scripts/deps.sh"
 t_deps=$(now_s)
@@ -59,6 +74,7 @@ done
 tlog "meson compile -C $BUILD_DIR"
 "$MESON" compile -C "$BUILD_DIR" || die "meson compile -C $BUILD_DIR failed (see above)"
 t_built=$(now_s)
+cpu_built=$(cpu_ticks)
 
 # One test more at once than there are cores: a TCG guest suite keeps under
 # a core busy (meson.build, "Scheduling"). MESON_TESTTHREADS overrides it,
@@ -71,7 +87,10 @@ rc=0
 # the test qemu-fuzz): no second (always-stale) build step.
 "$MESON" test -C "$BUILD_DIR" --no-rebuild --print-errorlogs --num-processes "$jobs" "$@" || rc=$?
 t_tested=$(now_s)
+cpu_tested=$(cpu_ticks)
 tlog "build $(fmt_duration $((t_built - t0))), tests $(fmt_duration $((t_tested - t_built))), meson test exit $rc"
+tlog "CPU busy ($(nproc) cores): build $(busy_pct "$cpu0" "$cpu_built")%," \
+    "tests $(busy_pct "$cpu_built" "$cpu_tested")%, all $(busy_pct "$cpu0" "$cpu_tested")%"
 
 # The time report; it only reports (load moves the figures), the review reads it.
 "${PROJECT_PYTHON[@]}" -m ixgbe_testlib.timereport --budgets "$REPO_ROOT/docs/ci-time.md" \
