@@ -33,6 +33,7 @@
 #   NINJA_JOBS            ninja -j value (default: ninja's own)
 #   EXTRA_NINJA_TARGETS   more ninja targets to build (space separated)
 #   EXTRA_CONFIGURE_ARGS  more configure arguments (space separated)
+#   QEMU_DEBUG_INFO       lines (default: file and line numbers) or full (-g)
 #   IXGBE_ALLOW_WARNINGS  1 = do not fail on compiler warnings in the
 #                         project's own files (default: fail)
 #
