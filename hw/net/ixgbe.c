@@ -34,6 +34,7 @@
 #include "ixgbe_datapath.h"
 #include "ixgbe_fc.h"
 #include "ixgbe_fdir.h"
+#include "ixgbe_ipsec.h"
 #include "ixgbe_ntuple.h"
 #include "ixgbe_ptp.h"
 #include "ixgbe_sriov.h"
@@ -339,6 +340,7 @@ static const IxgbePart *const ixgbe_parts[] = {
     &ixgbe_ptp_part,
     &ixgbe_ntuple_part,
     &ixgbe_fdir_part,
+    &ixgbe_ipsec_part,
     &ixgbe_vt_part,
     &ixgbe_sriov_part,
 };
@@ -671,6 +673,65 @@ static const VMStateDescription ixgbe_vmstate_fdir = {
     }
 };
 
+/* The IPsec SA tables: sent while any entry is set */
+static bool ixgbe_ipsec_needed(void *opaque)
+{
+    IxgbeState *s = opaque;
+
+    return ixgbe_ipsec_migration_needed(&s->core);
+}
+
+static const VMStateDescription ixgbe_vmstate_ipsec_tx_sa = {
+    .name = "ixgbe/ipsec/tx-sa",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32_ARRAY(key, IxgbeIpsecTxSa, 4),
+        VMSTATE_UINT32(salt, IxgbeIpsecTxSa),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription ixgbe_vmstate_ipsec_rx_sa = {
+    .name = "ixgbe/ipsec/rx-sa",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(spi, IxgbeIpsecRxSa),
+        VMSTATE_UINT32(ip_idx, IxgbeIpsecRxSa),
+        VMSTATE_UINT32_ARRAY(key, IxgbeIpsecRxSa, 4),
+        VMSTATE_UINT32(salt, IxgbeIpsecRxSa),
+        VMSTATE_UINT32(mode, IxgbeIpsecRxSa),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription ixgbe_vmstate_ipsec_tables = {
+    .name = "ixgbe/ipsec/tables",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_STRUCT_ARRAY(tx, IxgbeIpsec, IXGBE_IPSEC_SA_COUNT, 1,
+                             ixgbe_vmstate_ipsec_tx_sa, IxgbeIpsecTxSa),
+        VMSTATE_STRUCT_ARRAY(rx, IxgbeIpsec, IXGBE_IPSEC_SA_COUNT, 1,
+                             ixgbe_vmstate_ipsec_rx_sa, IxgbeIpsecRxSa),
+        VMSTATE_UINT32_2DARRAY(rx_ip, IxgbeIpsec, IXGBE_IPSEC_RX_IP_COUNT, 4),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription ixgbe_vmstate_ipsec = {
+    .name = "ixgbe/ipsec",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = ixgbe_ipsec_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_STRUCT_POINTER(core.ipsec, IxgbeState,
+                               ixgbe_vmstate_ipsec_tables, IxgbeIpsec),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
 /*
  * The backend's link, which STATUS.LU and LINKS report: sent while it is
  * down (a stream without it means up).
@@ -734,6 +795,7 @@ static const VMStateDescription ixgbe_vmstate = {
         &ixgbe_vmstate_sriov,
         &ixgbe_vmstate_qde,
         &ixgbe_vmstate_link,
+        &ixgbe_vmstate_ipsec,
         NULL
     }
 };

@@ -155,6 +155,7 @@ typedef struct IxgbePart {
     void (*pre_save)(IxgbeCore *core);
 } IxgbePart;
 typedef struct IxgbeFdir IxgbeFdir;     /* ixgbe_fdir.h */
+typedef struct IxgbeIpsec IxgbeIpsec;   /* ixgbe_ipsec.h */
 
 /* An EITR or VTEITR interval (bits 11:3, 2 us units) in nanoseconds */
 static inline uint64_t ixgbe_itr_interval_ns(uint32_t itr)
@@ -219,6 +220,7 @@ struct IxgbeCore {
     IxgbePtp ptp;
     IxgbeSfp sfp;               /* media, SFP+ module, I2C (ixgbe_sfp.c) */
     IxgbeFdir *fdir;            /* Flow Director filter table */
+    IxgbeIpsec *ipsec;          /* IPsec SA tables (ixgbe_ipsec.c) */
     IxgbeQueueFilters qfilters; /* EtherType, SYN, 5-tuple (ixgbe_ntuple.c) */
     IxgbeCoalesce coalesce;     /* writes KVM may queue (ixgbe_coalesce.c) */
 
