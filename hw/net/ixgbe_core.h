@@ -155,6 +155,7 @@ typedef struct IxgbePart {
     void (*pre_save)(IxgbeCore *core);
 } IxgbePart;
 typedef struct IxgbeFdir IxgbeFdir;     /* ixgbe_fdir.h */
+typedef struct IxgbeRsc IxgbeRsc;       /* ixgbe_rsc.h */
 
 /* An EITR or VTEITR interval (bits 11:3, 2 us units) in nanoseconds */
 static inline uint64_t ixgbe_itr_interval_ns(uint32_t itr)
@@ -220,6 +221,7 @@ struct IxgbeCore {
     IxgbeSfp sfp;               /* media, SFP+ module, I2C (ixgbe_sfp.c) */
     IxgbeFdir *fdir;            /* Flow Director filter table */
     IxgbeQueueFilters qfilters; /* EtherType, SYN, 5-tuple (ixgbe_ntuple.c) */
+    IxgbeRsc *rsc;              /* open RSC aggregates (ixgbe_rsc.c) */
     IxgbeCoalesce coalesce;     /* writes KVM may queue (ixgbe_coalesce.c) */
 
     IxgbeVf vf[IXGBE_MAX_VFS];
