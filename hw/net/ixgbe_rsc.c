@@ -4,16 +4,22 @@
  * A receive queue with RSCCTL.RSCEN set (and RFCTL.RSC_DIS clear)
  * coalesces the in-order TCP segments of a flow into one frame that spans
  * a chain of descriptors.  The first segment is written whole into the
- * first buffer; each following segment's payload is appended where the
- * previous one ended, taking a new descriptor from the ring when a buffer
- * is full.  Descriptors of several open aggregates and of other frames
- * interleave in the ring: a descriptor that is not the last of its
- * aggregate names the next one in NEXTP, and RSCCNT counts the segments
- * that start in it.  Nothing of an aggregate is written back until it is
- * closed; then the first segment's header is brought up to date (IP
- * length, the last segment's acknowledgment number, window and
- * timestamps, PSH if any segment had it, IP and TCP checksums over the
- * whole) and the descriptors are written back, EOP on the last.
+ * first buffer (or buffers), which hold nothing else; the following
+ * segments' payloads are packed into the next buffers, each appended where
+ * the previous one ended, taking a new descriptor from the ring when a
+ * buffer is full.  Descriptors of several open aggregates and of other
+ * frames interleave in the ring: a descriptor that is not the last of its
+ * aggregate names the next one in NEXTP.  RSCCNT is one more than the
+ * number of coalesced segments (all but the first) whose payload starts in
+ * the descriptor's buffer, never 0 in an aggregate's descriptor: RSCCNT - 1
+ * summed over the chain is the number of segments coalesced into the
+ * first, which is what the Linux driver counts (append_cnt: its
+ * hw_rsc_aggregated) and divides the bytes after the first buffer by for
+ * the aggregate's gso_size, the segments' MSS.  Nothing of an aggregate is
+ * written back until it is closed; then the first segment's header is
+ * brought up to date (IP length, the last segment's acknowledgment number,
+ * window and timestamps, PSH if any segment had it, IP and TCP checksums
+ * over the whole) and the descriptors are written back, EOP on the last.
  *
  * A segment is coalesced when it is TCP over IPv4 without options or
  * fragmentation, or over IPv6 without extension headers, carries data,
@@ -21,14 +27,16 @@
  * timestamp), and its checksums are right.  It joins the open aggregate
  * of its flow (addresses, ports, VLAN, queue) when its sequence number is
  * the next one expected, its option layout is the same, and it fits: the
- * aggregate stays within RSCCTL.MAXDESC descriptors, 64 KB of IP packet
- * and 15 segments starting in one descriptor.  Otherwise the open
+ * aggregate stays within RSCCTL.MAXDESC descriptors (so at MAXDESC 1,
+ * where the first segment's descriptor is the only one, nothing is
+ * coalesced), 64 KB of IP packet and RSCCNT 15.  Otherwise the open
  * aggregate is closed first and the segment starts a new one.  A segment
  * of the flow that cannot be coalesced closes the aggregate and is
  * delivered after it as a frame of its own, as is every frame when all
  * 32 contexts are open.
  *
- * An aggregate is closed by a segment with PSH, by the interrupt throttle
+ * An aggregate is closed by a segment with PSH, by a segment of its flow
+ * on another queue (before that segment), by the interrupt throttle
  * interval of its queue's vector (the end of the running interval, or
  * one interval after the aggregate opened when none runs; an interrupt
  * signalled on the vector closes it too), by the queue being disabled,
@@ -221,6 +229,15 @@ static unsigned rsc_maxdesc(uint32_t rscctl)
              IXGBE_RSCCTL_MAXDESC_MASK];
 }
 
+/* The queue's packet buffer size, SRRCTL.BSIZEPACKET (0: 2 KB) */
+static unsigned rsc_bufsz(IxgbeCore *core, unsigned q)
+{
+    uint32_t srrctl = ixgbe_get(core, ixgbe_rxq_reg(q, IXGBE_RXQ_SRRCTL));
+
+    return (srrctl & IXGBE_SRRCTL_BSIZEPKT_MASK) ?
+           (srrctl & IXGBE_SRRCTL_BSIZEPKT_MASK) * KiB : 2 * KiB;
+}
+
 static void rsc_arm(IxgbeCore *core)
 {
     IxgbeRsc *rsc = core->rsc;
@@ -353,10 +370,10 @@ static void rsc_close(IxgbeCore *core, IxgbeRscCtx *c, int why, bool raise)
     }
 }
 
-static bool rsc_same_flow(const IxgbeRscCtx *c, unsigned q,
-                          const IxgbeRscFrame *f, const IxgbeRscSeg *s)
+static bool rsc_same_flow(const IxgbeRscCtx *c, const IxgbeRscFrame *f,
+                          const IxgbeRscSeg *s)
 {
-    return c->open && c->queue == q && c->ip6 == s->ip6 &&
+    return c->open && c->ip6 == s->ip6 &&
            c->vlan == (f->has_vlan ? lduw_be_p(f->hdr + 14) : 0) &&
            !memcmp(c->key, s->key, sizeof(s->key));
 }
@@ -374,11 +391,10 @@ static void rsc_take_fields(IxgbeRscCtx *c, const IxgbeRscFrame *f,
         memcpy(c->last + 6, th + 24, 8);
     }
     c->flags |= s->flags;
-    sum = rsc_fold(net_checksum_add_iov(f->iov, f->iovcnt, s->poff, s->plen, 0));
-    if (c->payload & 1) {
-        sum = bswap16(sum);
-    }
-    c->psum = rsc_fold(c->psum + sum);
+    /* The payload's sum at its place in the aggregate's (odd: swapped) */
+    sum = net_checksum_add_iov(f->iov, f->iovcnt, s->poff, s->plen,
+                               c->payload);
+    c->psum = rsc_fold(c->psum + rsc_fold(sum));
     c->payload += s->plen;
     c->next_seq = s->seq + s->plen;
     c->segs++;
@@ -433,9 +449,8 @@ static IxgbeRscResult rsc_open(IxgbeCore *core, unsigned q,
     c->deadline = deadline;
     memcpy(c->key, s->key, sizeof(c->key));
     memcpy(c->hdr, f->hdr + s->l3off, s->l3len + s->l4len);
-    memset(c->cnt, 0, sizeof(c->cnt));
+    memset(c->cnt, 1, sizeof(c->cnt));
     memset(c->blen, 0, sizeof(c->blen));
-    c->cnt[0] = 1;
     if (strip) {
         rsc_write(core, c, 0, bufsz, f, 0, 12);
         rsc_write(core, c, 0, bufsz, f, 16, s->poff + s->plen - 16);
@@ -461,7 +476,8 @@ static bool rsc_append(IxgbeCore *core, IxgbeRscCtx *c,
                        unsigned bufsz, unsigned maxdesc, IxgbeRscResult *res)
 {
     unsigned last = c->ndesc - 1;
-    size_t room = bufsz - c->blen[last];
+    /* The first segment's buffers hold nothing else */
+    size_t room = c->segs > 1 ? bufsz - c->blen[last] : 0;
     unsigned extra = s->plen > room ? DIV_ROUND_UP(s->plen - room, bufsz)
                                     : 0;
     unsigned start = room ? last : last + 1;
@@ -469,8 +485,7 @@ static bool rsc_append(IxgbeCore *core, IxgbeRscCtx *c,
     if (s->ts != c->ts || s->l4len != c->l4len ||
         c->ndesc + extra > maxdesc ||
         c->l3len + c->l4len + c->payload + s->plen > 0xFFFF ||
-        (start == last && c->cnt[last] >= IXGBE_RXD_RSCCNT_MAX) ||
-        (!room && !c->cnt[last])) {
+        (start == last && c->cnt[last] >= IXGBE_RXD_RSCCNT_MAX)) {
         return false;
     }
     if (extra) {
@@ -482,11 +497,10 @@ static bool rsc_append(IxgbeCore *core, IxgbeRscCtx *c,
             return true;
         }
         memset(c->blen + c->ndesc, 0, extra * sizeof(c->blen[0]));
-        memset(c->cnt + c->ndesc, 0, extra * sizeof(c->cnt[0]));
         c->ndesc += extra;
     }
     c->cnt[start]++;
-    rsc_write(core, c, last, bufsz, f, s->poff, s->plen);
+    rsc_write(core, c, start, bufsz, f, s->poff, s->plen);
     rsc_take_fields(c, f, s);
     trace_ixgbe_rsc_append(c->queue, c->idx[0], s->seq, s->plen, c->segs);
     *res = IXGBE_RSC_TAKEN;
@@ -502,8 +516,7 @@ IxgbeRscResult ixgbe_rsc_rx(IxgbeCore *core, unsigned q,
     IxgbeRsc *rsc = core->rsc;
     uint32_t rscctl = ixgbe_get(core, ixgbe_rxq_reg(q, IXGBE_RSCCTL));
     uint32_t srrctl = ixgbe_get(core, ixgbe_rxq_reg(q, IXGBE_RXQ_SRRCTL));
-    unsigned bufsz = (srrctl & IXGBE_SRRCTL_BSIZEPKT_MASK) ?
-                     (srrctl & IXGBE_SRRCTL_BSIZEPKT_MASK) * KiB : 2 * KiB;
+    unsigned bufsz = rsc_bufsz(core, q);
     unsigned maxdesc = rsc_maxdesc(rscctl);
     IxgbeRscCtx *c = NULL;
     IxgbeRscResult res;
@@ -519,10 +532,20 @@ IxgbeRscResult ixgbe_rsc_rx(IxgbeCore *core, unsigned q,
         return IXGBE_RSC_PASS;
     }
     for (unsigned i = 0; rsc->nopen && i < IXGBE_RSC_CONTEXTS; i++) {
-        if (rsc_same_flow(&rsc->ctx[i], q, f, &s)) {
+        if (rsc_same_flow(&rsc->ctx[i], f, &s)) {
             c = &rsc->ctx[i];
             break;
         }
+    }
+    /*
+     * The flow moved to another queue (the Flow Director follows the
+     * sender): what it left open there goes first, so the stream stays in
+     * order.
+     */
+    if (c && c->queue != q) {
+        rsc_close(core, c, RSC_CLOSE_FLOW, true);
+        rsc_arm(core);
+        c = NULL;
     }
     deadline = rsc_deadline(core, q);
     if (!s.ok || deadline < 0) {
@@ -605,6 +628,16 @@ static void ixgbe_write_rscctl(IxgbeCore *core, hwaddr addr, uint32_t val,
 
     if (val != old) {
         ixgbe_rsc_close_queue(core, q);
+    }
+    /*
+     * Software must keep MAXDESC buffers within 64 KB; an aggregate here
+     * stops at 64 KB of IP packet whatever the buffers.
+     */
+    if ((val & IXGBE_RSCCTL_RSCEN) && val != old &&
+        rsc_bufsz(core, q) * rsc_maxdesc(val) > 64 * KiB) {
+        qemu_log_mask(LOG_GUEST_ERROR, "ixgbe: rxq %u: RSCCTL.MAXDESC %u x "
+                      "%u-byte buffers exceeds 64 KB\n", q,
+                      rsc_maxdesc(val), rsc_bufsz(core, q));
     }
 }
 

@@ -74,7 +74,7 @@ typedef struct IxgbeRscCtx {
     uint8_t key[36];            /* addresses and ports */
     uint8_t hdr[IXGBE_RSC_HDR_MAX];     /* IP and TCP header, first seg */
     uint8_t last[14];           /* ack, window, timestamps: the last seg */
-    uint8_t cnt[IXGBE_RSC_MAX_DESC];    /* segments starting in each */
+    uint8_t cnt[IXGBE_RSC_MAX_DESC];    /* RSCCNT: 1 + appended starts */
     uint16_t blen[IXGBE_RSC_MAX_DESC];  /* bytes in each buffer */
     uint32_t idx[IXGBE_RSC_MAX_DESC];   /* ring entries */
     uint64_t desc[IXGBE_RSC_MAX_DESC];  /* their guest addresses */

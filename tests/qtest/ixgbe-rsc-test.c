@@ -20,6 +20,7 @@
 #define RSCCTL              0x2C
 #define RSCCTL_RSCEN        1u
 #define RSCCTL_MAXDESC_1    0u
+#define RSCCTL_MAXDESC_4    (1u << 2)
 #define RSCCTL_MAXDESC_16   (3u << 2)
 #define RFCTL_RSC_DIS       (1u << 5)
 #define ITR_NS              (200 * SCALE_US)
@@ -27,8 +28,16 @@
 #define NEXTP(wb)           ((rx_wb_status(wb) >> 4) & 0xFFFF)
 
 #define TCP_FIN             0x01
+#define TCP_SYN             0x02
+#define TCP_RST             0x04
 #define TCP_PSH             0x08
 #define TCP_ACK             0x10
+#define TCP_URG             0x20
+#define TCP_ECE             0x40
+#define TCP_CWR             0x80
+
+#define RSSTYPE_IPV4_TCP    1
+#define SRRCTL_DESCTYPE_HDR_SPLIT (2u << IXGBE_SRRCTL_DESCTYPE_SHIFT)
 
 #define SEQ0                1000000u
 #define MAX_FRAME           (16 * KiB)
@@ -45,6 +54,7 @@ typedef struct Seg {
     bool ts;                /* NOP, NOP, timestamp option */
     uint32_t tsval;
     bool nops;              /* four NOPs: an option RSC does not take */
+    bool bad_csum;          /* the TCP checksum off by one */
     size_t plen;
 } Seg;
 
@@ -106,7 +116,7 @@ static size_t tcp_frame(uint8_t *buf, const Seg *s)
     for (size_t i = 0; i < s->plen; i++) {
         tcp[20 + olen + i] = stream_byte(s->flow, s->seq + i);
     }
-    stw_be_p(tcp + 16, tcp_checksum(ip, tcp, tlen));
+    stw_be_p(tcp + 16, tcp_checksum(ip, tcp, tlen) + s->bad_csum);
     return 14 + 20 + tlen;
 }
 
@@ -227,14 +237,16 @@ static void assert_open(IxgbeTest *t, const RxRing *r, unsigned idx)
 }
 
 /*
- * In-order segments of a flow coalesce into one frame over two
+ * In-order segments of a flow coalesce into one frame over three
  * descriptors, written back when the throttle interval ends and not
- * before: 354 + 4 x 300 bytes, four segments starting in the first 1 KiB
- * buffer, one in the second.
+ * before: the first segment (354 bytes) alone in the first 1 KiB buffer,
+ * the four others' 4 x 300 bytes of payload in the next two, all four
+ * starting in the second (RSCCNT 1 + 4); RSCCNT - 1 over the chain adds
+ * up to the four segments coalesced into the first.
  */
 static void test_coalesce_timer(void)
 {
-    static const unsigned idx[] = { 0, 1 }, cnt[] = { 4, 1 };
+    static const unsigned idx[] = { 0, 1, 2 }, cnt[] = { 1, 5, 1 };
     Seg s[5];
     IxgbeTest t;
     RxRing r;
@@ -249,8 +261,8 @@ static void test_coalesce_timer(void)
     qtest_clock_step(t.qts, ITR_NS - 1);
     assert_open(&t, &r, 0);
     qtest_clock_step(t.qts, 1);
-    check_aggregate(&t, &r, idx, 2, cnt, s, 5);
-    g_assert_cmpuint(rd(&t, rxq(0, IXGBE_RXQ_RDH)), ==, 2);
+    check_aggregate(&t, &r, idx, 3, cnt, s, 5);
+    g_assert_cmpuint(rd(&t, rxq(0, IXGBE_RXQ_RDH)), ==, 3);
     g_assert_cmphex(rd(&t, IXGBE_EICR) & 1, ==, 1);
     ixgbe_test_stop(&t);
 }
@@ -258,7 +270,7 @@ static void test_coalesce_timer(void)
 /* A segment out of order closes the aggregate and starts the next one */
 static void test_out_of_order(void)
 {
-    static const unsigned i0[] = { 0 }, i1[] = { 1 }, c2[] = { 2 },
+    static const unsigned i01[] = { 0, 1 }, c12[] = { 1, 2 }, i2[] = { 2 },
                           c1[] = { 1 };
     Seg s[3] = { seg(0, 0, 300), seg(0, 1, 300), seg(0, 3, 300) };
     IxgbeTest t;
@@ -269,10 +281,10 @@ static void test_out_of_order(void)
         send_seg(&t, &s[i]);
     }
     wait_rx(&t, 3);
-    check_aggregate(&t, &r, i0, 1, c2, s, 2);
-    assert_open(&t, &r, 1);
+    check_aggregate(&t, &r, i01, 2, c12, s, 2);
+    assert_open(&t, &r, 2);
     qtest_clock_step(t.qts, ITR_NS);
-    check_aggregate(&t, &r, i1, 1, c1, s + 2, 1);
+    check_aggregate(&t, &r, i2, 1, c1, s + 2, 1);
     ixgbe_test_stop(&t);
 }
 
@@ -282,7 +294,8 @@ static void test_out_of_order(void)
  */
 static void test_flags(void)
 {
-    static const unsigned i0[] = { 0 }, i1[] = { 1 }, c2[] = { 2 };
+    static const unsigned i01[] = { 0, 1 }, i23[] = { 2, 3 },
+                          c12[] = { 1, 2 };
     Seg s[5] = { seg(0, 0, 300), seg(0, 1, 300), seg(0, 2, 300),
                  seg(0, 3, 300), seg(0, 4, 100) };
     uint8_t frame[512];
@@ -299,19 +312,19 @@ static void test_flags(void)
         send_seg(&t, &s[i]);
     }
     wait_rx(&t, 2);
-    check_aggregate(&t, &r, i0, 1, c2, s, 2);
+    check_aggregate(&t, &r, i01, 2, c12, s, 2);
 
     send_seg(&t, &s[2]);
     send_seg(&t, &s[3]);
     send_seg(&t, &s[4]);
     wait_rx(&t, 5);
-    check_aggregate(&t, &r, i1, 1, c2, s + 2, 2);
+    check_aggregate(&t, &r, i23, 2, c12, s + 2, 2);
     /* The FIN segment as it came, not an RSC descriptor */
-    g_assert_true(rx_desc_done(&t, &r, 2, wb));
+    g_assert_true(rx_desc_done(&t, &r, 4, wb));
     g_assert_cmpuint(RSCCNT(wb), ==, 0);
     len = tcp_frame(frame, &s[4]);
     g_assert_cmpuint(rx_wb_length(wb), ==, len);
-    rx_check_data(&t, &r, 2, frame, len);
+    rx_check_data(&t, &r, 4, frame, len);
     ixgbe_test_stop(&t);
 }
 
@@ -321,7 +334,7 @@ static void test_flags(void)
  */
 static void test_options(void)
 {
-    static const unsigned i0[] = { 0 }, c3[] = { 3 };
+    static const unsigned i01[] = { 0, 1 }, c13[] = { 1, 3 };
     Seg s[4];
     uint8_t frame[512], wb[DESC_SIZE];
     size_t len;
@@ -339,57 +352,229 @@ static void test_options(void)
         send_seg(&t, &s[i]);
     }
     wait_rx(&t, 4);
-    check_aggregate(&t, &r, i0, 1, c3, s, 3);
-    g_assert_true(rx_desc_done(&t, &r, 1, wb));
+    check_aggregate(&t, &r, i01, 2, c13, s, 3);
+    g_assert_true(rx_desc_done(&t, &r, 2, wb));
     g_assert_cmpuint(RSCCNT(wb), ==, 0);
     len = tcp_frame(frame, &s[3]);
-    rx_check_data(&t, &r, 1, frame, len);
+    rx_check_data(&t, &r, 2, frame, len);
     ixgbe_test_stop(&t);
 }
 
 /*
- * RSCCTL.MAXDESC = 1 (the field at zero): an aggregate stays in one
- * descriptor; a frame that needs two is not coalesced at all.
+ * RSCCTL.MAXDESC bounds an aggregate's descriptors. At 4 (1 KiB buffers,
+ * 900-byte payloads): the first segment alone in the first, three more
+ * packed into the next three, and the fifth, which would need a fifth
+ * descriptor, closes the aggregate and starts the next one. At 1 (the
+ * field at zero): the first segment's descriptor holds nothing else, so
+ * each segment is an aggregate of its own (RSCCNT 1), and a frame that
+ * needs two descriptors is not coalesced at all (RSCCNT 0).
  */
 static void test_maxdesc(void)
 {
-    static const unsigned i0[] = { 0 }, i1[] = { 1 }, c3[] = { 3 },
+    static const unsigned ia[] = { 0, 1, 2, 3 }, ca[] = { 1, 3, 2, 1 },
+                          i4[] = { 4 }, i5[] = { 5 }, i6[] = { 6 },
                           c1[] = { 1 };
-    Seg s[5];
+    Seg s[5], u[2], big = seg(2, 0, 1400);
     uint8_t wb[DESC_SIZE];
     IxgbeTest t;
     RxRing r;
 
-    start(&t, &r, 32, RSCCTL_RSCEN | RSCCTL_MAXDESC_1);
-    for (unsigned i = 0; i < 4; i++) {
-        s[i] = seg(0, i, 300);
+    start(&t, &r, 32, RSCCTL_RSCEN | RSCCTL_MAXDESC_4);
+    for (unsigned i = 0; i < 5; i++) {
+        s[i] = seg(0, i, 900);
         send_seg(&t, &s[i]);
     }
-    wait_rx(&t, 4);
-    check_aggregate(&t, &r, i0, 1, c3, s, 3);
-    qtest_clock_step(t.qts, ITR_NS);
-    check_aggregate(&t, &r, i1, 1, c1, s + 3, 1);
-
-    s[4] = seg(1, 0, 1400);
-    send_seg(&t, &s[4]);
     wait_rx(&t, 5);
-    g_assert_true(rx_desc_done(&t, &r, 2, wb));
+    check_aggregate(&t, &r, ia, 4, ca, s, 4);
+    qtest_clock_step(t.qts, ITR_NS);
+    check_aggregate(&t, &r, i4, 1, c1, s + 4, 1);
+
+    wr(&t, rxq(0, RSCCTL), RSCCTL_RSCEN | RSCCTL_MAXDESC_1);
+    for (unsigned i = 0; i < 2; i++) {
+        u[i] = seg(1, i, 300);
+        send_seg(&t, &u[i]);
+    }
+    wait_rx(&t, 7);
+    check_aggregate(&t, &r, i5, 1, c1, u, 1);
+    qtest_clock_step(t.qts, ITR_NS);
+    check_aggregate(&t, &r, i6, 1, c1, u + 1, 1);
+
+    send_seg(&t, &big);
+    wait_rx(&t, 8);
+    g_assert_true(rx_desc_done(&t, &r, 7, wb));
     g_assert_cmpuint(RSCCNT(wb), ==, 0);
-    g_assert_true(rx_desc_done(&t, &r, 3, wb));
+    g_assert_true(rx_desc_done(&t, &r, 8, wb));
+    g_assert_cmpuint(RSCCNT(wb), ==, 0);
     g_assert_cmphex(rx_wb_status(wb) & IXGBE_RXD_STAT_EOP, ==,
                     IXGBE_RXD_STAT_EOP);
     ixgbe_test_stop(&t);
 }
 
 /*
- * Two flows interleaved: each has its aggregate, and the first one's
- * third segment spills into a descriptor taken after the second flow's,
- * which NEXTP names.
+ * Each TCP flag but ACK and PSH (and a segment without ACK) closes the
+ * aggregate, and the segment goes as it came, as a frame of its own.
+ */
+static void test_other_flags(void)
+{
+    static const uint8_t flags[] = {
+        TCP_SYN | TCP_ACK, TCP_RST | TCP_ACK, TCP_URG | TCP_ACK,
+        TCP_ECE | TCP_ACK, TCP_CWR | TCP_ACK, 0,
+    };
+    static const unsigned c12[] = { 1, 2 };
+    uint8_t frame[512], wb[DESC_SIZE];
+    IxgbeTest t;
+    RxRing r;
+
+    start_rsc(&t, &r);
+    for (unsigned i = 0; i < ARRAY_SIZE(flags); i++) {
+        const unsigned idx[] = { 3 * i, 3 * i + 1 };
+        Seg s[3] = { seg(0, 3 * i, 200), seg(0, 3 * i + 1, 200),
+                     seg(0, 3 * i + 2, 200) };
+        size_t len;
+
+        s[2].flags = flags[i];
+        for (unsigned j = 0; j < 3; j++) {
+            send_seg(&t, &s[j]);
+        }
+        wait_rx(&t, 3 * (i + 1));
+        check_aggregate(&t, &r, idx, 2, c12, s, 2);
+        g_assert_true(rx_desc_done(&t, &r, 3 * i + 2, wb));
+        g_assert_cmpuint(RSCCNT(wb), ==, 0);
+        len = tcp_frame(frame, &s[2]);
+        rx_check_data(&t, &r, 3 * i + 2, frame, len);
+    }
+    ixgbe_test_stop(&t);
+}
+
+/*
+ * A segment whose TCP checksum is wrong is not coalesced: it closes the
+ * aggregate and goes as it came, with its error; the aggregate before it
+ * has IP and TCP checksums right over the whole (check_aggregate compares
+ * it with the frame the stream makes, checksums included).
+ */
+static void test_checksum(void)
+{
+    static const unsigned i01[] = { 0, 1 }, c12[] = { 1, 2 };
+    Seg s[3] = { seg(0, 0, 333), seg(0, 1, 333), seg(0, 2, 333) };
+    uint8_t frame[512], wb[DESC_SIZE];
+    size_t len;
+    IxgbeTest t;
+    RxRing r;
+
+    start_rsc(&t, &r);
+    s[2].bad_csum = true;
+    for (unsigned i = 0; i < 3; i++) {
+        send_seg(&t, &s[i]);
+    }
+    wait_rx(&t, 3);
+    check_aggregate(&t, &r, i01, 2, c12, s, 2);
+    g_assert_true(rx_desc_done(&t, &r, 2, wb));
+    g_assert_cmpuint(RSCCNT(wb), ==, 0);
+    g_assert_cmphex(rx_wb_status(wb) & IXGBE_RXD_ERR_TCPE, ==,
+                    IXGBE_RXD_ERR_TCPE);
+    len = tcp_frame(frame, &s[2]);
+    rx_check_data(&t, &r, 2, frame, len);
+    ixgbe_test_stop(&t);
+}
+
+/* The Toeplitz hash, from its definition */
+static uint32_t toeplitz(const uint8_t *key, const uint8_t *in, size_t len)
+{
+    uint32_t hash = 0, window = ldl_be_p(key);
+    size_t next = 32;
+
+    for (size_t i = 0; i < len; i++) {
+        for (int b = 7; b >= 0; b--) {
+            if (in[i] & (1u << b)) {
+                hash ^= window;
+            }
+            window = (window << 1) |
+                     !!(key[next / 8] & (0x80u >> (next % 8)));
+            next++;
+        }
+    }
+    return hash;
+}
+
+/*
+ * RSS on: the aggregate's descriptors carry the flow's hash and the
+ * TCP/IPv4 hash type, as each of its segments would have.
+ */
+static void test_rss(void)
+{
+    static const unsigned i01[] = { 0, 1 }, c13[] = { 1, 3 };
+    uint8_t key[IXGBE_RSS_KEY_SIZE], in[12];
+    Seg s[3] = { seg(0, 0, 250), seg(0, 1, 250), seg(0, 2, 250) };
+    uint8_t wb[DESC_SIZE];
+    uint32_t hash;
+    IxgbeTest t;
+    RxRing r;
+
+    for (unsigned i = 0; i < sizeof(key); i++) {
+        key[i] = 0x6D + i * 29;
+    }
+    stl_be_p(in, 0x0A000001);
+    stl_be_p(in + 4, 0x0A000064);
+    stw_be_p(in + 8, 40000);
+    stw_be_p(in + 10, 5201);
+    hash = toeplitz(key, in, sizeof(in));
+
+    start_rsc(&t, &r);
+    for (unsigned i = 0; i < IXGBE_RSS_KEY_SIZE / 4; i++) {
+        wr(&t, IXGBE_RSSRK0 + i * 4, ldl_le_p(key + i * 4));
+    }
+    /* The redirection table at zero sends every flow to queue 0 */
+    wr(&t, IXGBE_MRQC, IXGBE_MRQC_RSS | IXGBE_MRQC_TCPIPV4);
+    for (unsigned i = 0; i < 3; i++) {
+        send_seg(&t, &s[i]);
+    }
+    wait_rx(&t, 3);
+    qtest_clock_step(t.qts, ITR_NS);
+    check_aggregate(&t, &r, i01, 2, c13, s, 3);
+    for (unsigned i = 0; i < 2; i++) {
+        g_assert_true(rx_desc_done(&t, &r, i, wb));
+        g_assert_cmphex(rx_wb_hash(wb), ==, hash);
+        g_assert_cmpuint(rx_wb_rss_type(wb), ==, RSSTYPE_IPV4_TCP);
+    }
+    ixgbe_test_stop(&t);
+}
+
+/*
+ * A queue with header split descriptors does not coalesce (not
+ * modelled): each segment is a frame of its own, RSCCNT 0.
+ */
+static void test_header_split(void)
+{
+    uint8_t frame[512], wb[DESC_SIZE];
+    IxgbeTest t;
+    RxRing r;
+    Seg s[3];
+
+    start_rsc(&t, &r);
+    wr(&t, rxq(0, IXGBE_RXQ_SRRCTL),
+       SRRCTL_DESCTYPE_HDR_SPLIT | (4 << 8) | (RX_BUF_SIZE / KiB));
+    for (unsigned i = 0; i < 3; i++) {
+        s[i] = seg(0, i, 300);
+        send_seg(&t, &s[i]);
+    }
+    wait_rx(&t, 3);
+    for (unsigned i = 0; i < 3; i++) {
+        g_assert_true(rx_desc_done(&t, &r, i, wb));
+        g_assert_cmpuint(RSCCNT(wb), ==, 0);
+        rx_check_data(&t, &r, i, frame, tcp_frame(frame, &s[i]));
+    }
+    ixgbe_test_stop(&t);
+}
+
+/*
+ * Two flows interleaved: each has its aggregate, and each one's second
+ * segment goes into a descriptor taken after the other flow's first,
+ * which NEXTP names; the first flow's third joins its second.
  */
 static void test_two_flows(void)
 {
-    static const unsigned ia[] = { 0, 2 }, ca[] = { 3, 0 },
-                          ib[] = { 1 }, cb[] = { 2 };
+    static const unsigned ia[] = { 0, 2 }, ca[] = { 1, 3 },
+                          ib[] = { 1, 3 }, cb[] = { 1, 2 };
     Seg a[3], b[2];
     IxgbeTest t;
     RxRing r;
@@ -408,14 +593,49 @@ static void test_two_flows(void)
     assert_open(&t, &r, 0);
     qtest_clock_step(t.qts, ITR_NS);
     check_aggregate(&t, &r, ia, 2, ca, a, 3);
-    check_aggregate(&t, &r, ib, 1, cb, b, 2);
+    check_aggregate(&t, &r, ib, 2, cb, b, 2);
+    ixgbe_test_stop(&t);
+}
+
+/*
+ * The flow moves to another queue (RSS redirected, as the Flow Director
+ * does when the sender moves): the aggregate it left open on the first
+ * queue is written back at once, before the segment that opens the next
+ * one on the second, so the stream stays in order.
+ */
+static void test_queue_move(void)
+{
+    static const unsigned i01[] = { 0, 1 }, c12[] = { 1, 2 }, i0[] = { 0 },
+                          c1[] = { 1 };
+    Seg s[3] = { seg(0, 0, 300), seg(0, 1, 300), seg(0, 2, 300) };
+    IxgbeTest t;
+    RxRing r, r1;
+
+    start_rsc(&t, &r);
+    rx_ring_setup(&t, &r1, 1, 32);
+    wr(&t, IXGBE_IVAR(0), IXGBE_IVAR_VALID | (IXGBE_IVAR_VALID << 16));
+    wr(&t, rxq(1, RSCCTL), RSCCTL_RSCEN | RSCCTL_MAXDESC_16);
+    wr(&t, IXGBE_MRQC, IXGBE_MRQC_RSS | IXGBE_MRQC_TCPIPV4);
+    send_seg(&t, &s[0]);
+    send_seg(&t, &s[1]);
+    wait_rx(&t, 2);
+    assert_open(&t, &r, 0);
+    for (unsigned i = 0; i < IXGBE_RETA_ENTRIES / 4; i++) {
+        wr(&t, IXGBE_RETA0 + i * 4, 0x01010101);
+    }
+    send_seg(&t, &s[2]);
+    wait_rx(&t, 3);
+    check_aggregate(&t, &r, i01, 2, c12, s, 2);
+    assert_open(&t, &r1, 0);
+    qtest_clock_step(t.qts, ITR_NS);
+    check_aggregate(&t, &r1, i0, 1, c1, s + 2, 1);
     ixgbe_test_stop(&t);
 }
 
 /* A queue disabled with an aggregate open writes it back at once */
 static void test_queue_disable(void)
 {
-    static const unsigned i0[] = { 0 }, c2[] = { 2 };
+    static const unsigned i01[] = { 0, 1 }, c12[] = { 1, 2 };
     Seg s[2] = { seg(0, 0, 300), seg(0, 1, 300) };
     IxgbeTest t;
     RxRing r;
@@ -426,7 +646,7 @@ static void test_queue_disable(void)
     wait_rx(&t, 2);
     assert_open(&t, &r, 0);
     wr(&t, rxq(0, IXGBE_RXQ_RXDCTL), 0);
-    check_aggregate(&t, &r, i0, 1, c2, s, 2);
+    check_aggregate(&t, &r, i01, 2, c12, s, 2);
     ixgbe_test_stop(&t);
 }
 
@@ -465,7 +685,7 @@ static void test_rsc_off(void)
 static void test_ring_full(void)
 {
     static const unsigned idx[] = { 0, 1, 2, 3, 4, 5, 6 },
-                          cnt[] = { 1, 1, 1, 1, 1, 1, 1 },
+                          cnt[] = { 1, 2, 2, 2, 2, 2, 2 },
                           i7[] = { 7 }, c1[] = { 1 };
     Seg s[8];
     IxgbeTest t;
@@ -494,7 +714,7 @@ static void test_ring_full(void)
  */
 static void test_migration(void)
 {
-    static const unsigned i0[] = { 0 }, c2[] = { 2 };
+    static const unsigned i01[] = { 0, 1 }, c12[] = { 1, 2 };
     Seg s[2] = { seg(0, 0, 300), seg(0, 1, 300) };
     g_autofree char *path = NULL;
     IxgbeTest t, dst;
@@ -507,8 +727,8 @@ static void test_migration(void)
     assert_open(&t, &r, 0);
     path = save_to_file(&t);
     g_assert_true(load_from_file(&dst, path));
-    check_aggregate(&dst, &r, i0, 1, c2, s, 2);
-    g_assert_cmpuint(rd(&dst, rxq(0, IXGBE_RXQ_RDH)), ==, 1);
+    check_aggregate(&dst, &r, i01, 2, c12, s, 2);
+    g_assert_cmpuint(rd(&dst, rxq(0, IXGBE_RXQ_RDH)), ==, 2);
     unlink(path);
     ixgbe_test_stop(&dst);
     ixgbe_test_stop(&t);
@@ -523,6 +743,11 @@ int main(int argc, char **argv)
     qtest_add_func("ixgbe/rsc/options", test_options);
     qtest_add_func("ixgbe/rsc/maxdesc", test_maxdesc);
     qtest_add_func("ixgbe/rsc/two-flows", test_two_flows);
+    qtest_add_func("ixgbe/rsc/other-flags", test_other_flags);
+    qtest_add_func("ixgbe/rsc/checksum", test_checksum);
+    qtest_add_func("ixgbe/rsc/rss", test_rss);
+    qtest_add_func("ixgbe/rsc/header-split", test_header_split);
+    qtest_add_func("ixgbe/rsc/queue-move", test_queue_move);
     qtest_add_func("ixgbe/rsc/queue-disable", test_queue_disable);
     qtest_add_func("ixgbe/rsc/off", test_rsc_off);
     qtest_add_func("ixgbe/rsc/ring-full", test_ring_full);
