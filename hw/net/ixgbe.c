@@ -337,6 +337,7 @@ static const IxgbePart *const ixgbe_parts[] = {
     &ixgbe_sfp_part,
     &ixgbe_datapath_part,
     &ixgbe_fc_part,
+    &ixgbe_rsc_part,
     &ixgbe_ptp_part,
     &ixgbe_ntuple_part,
     &ixgbe_fdir_part,

@@ -156,6 +156,7 @@ typedef struct IxgbePart {
 } IxgbePart;
 typedef struct IxgbeFdir IxgbeFdir;     /* ixgbe_fdir.h */
 typedef struct IxgbeIpsec IxgbeIpsec;   /* ixgbe_ipsec.h */
+typedef struct IxgbeRsc IxgbeRsc;       /* ixgbe_rsc.h */
 
 /* An EITR or VTEITR interval (bits 11:3, 2 us units) in nanoseconds */
 static inline uint64_t ixgbe_itr_interval_ns(uint32_t itr)
@@ -222,6 +223,7 @@ struct IxgbeCore {
     IxgbeFdir *fdir;            /* Flow Director filter table */
     IxgbeIpsec *ipsec;          /* IPsec SA tables (ixgbe_ipsec.c) */
     IxgbeQueueFilters qfilters; /* EtherType, SYN, 5-tuple (ixgbe_ntuple.c) */
+    IxgbeRsc *rsc;              /* open RSC aggregates (ixgbe_rsc.c) */
     IxgbeCoalesce coalesce;     /* writes KVM may queue (ixgbe_coalesce.c) */
 
     IxgbeVf vf[IXGBE_MAX_VFS];

@@ -41,6 +41,7 @@
 #include "ixgbe_vt.h"
 #include "ixgbe_sriov.h"
 #include "ixgbe_iov.h"
+#include "ixgbe_rsc.h"
 #include "trace.h"
 
 #define IXGBE_MIN_FRAME         60
@@ -1071,6 +1072,8 @@ typedef enum IxgbeRxResult {
     IXGBE_RX_DROPPED,           /* gone (counted or logged as such) */
     IXGBE_RX_HELD,              /* no descriptors: the frame must wait */
     IXGBE_RX_DISABLED,          /* the queue is not enabled */
+    IXGBE_RX_COALESCED,         /* in host memory, in an open aggregate */
+    IXGBE_RX_NOT_COALESCED,     /* for the ring as a frame of its own */
 } IxgbeRxResult;
 
 /*
@@ -1252,6 +1255,7 @@ void ixgbe_rx_flush_writeback(IxgbeCore *core, unsigned q)
  */
 void ixgbe_rx_queue_sync(IxgbeCore *core, unsigned q)
 {
+    ixgbe_rsc_close_queue(core, q);
     ixgbe_rx_flush_writeback(core, q);
     core->rxq[q].cache_cnt = 0;
     core->rxq[q].cache_pos = 0;
@@ -1497,6 +1501,80 @@ static IxgbeRxResult ixgbe_rx_to_ring(IxgbeCore *core, unsigned q,
 }
 
 /*
+ * The next need descriptors of queue q for an aggregate (ixgbe_rsc.c):
+ * their ring entries, guest addresses and buffers.  The head moves past
+ * them; they are written back when the aggregate closes.
+ */
+IxgbeRscResult ixgbe_rx_take(IxgbeCore *core, unsigned q, unsigned need,
+                             uint32_t *idx, uint64_t *desc, uint64_t *buf)
+{
+    uint32_t srrctl = ixgbe_get(core, ixgbe_rxq_reg(q, IXGBE_RXQ_SRRCTL));
+    IxgbeRxDesc *descs;
+    IxgbeRing r;
+
+    ixgbe_ring_init(core, &r, false, q);
+    if (!ixgbe_ring_check(&r) || need >= r.n) {
+        ixgbe_rx_drop(core, q);
+        return IXGBE_RSC_DROPPED;
+    }
+    if (ixgbe_ring_avail(&r) < need) {
+        if ((srrctl & IXGBE_SRRCTL_DROP_EN) || ixgbe_vt_queue_drop(core, q)) {
+            ixgbe_rx_drop(core, q);
+            return IXGBE_RSC_DROPPED;
+        }
+        return IXGBE_RSC_HELD;
+    }
+    descs = ixgbe_rx_cache_take(core, q, &r, need);
+    if (!descs) {
+        trace_ixgbe_rx_drop(q);
+        return IXGBE_RSC_DROPPED;
+    }
+    for (unsigned i = 0; i < need; i++) {
+        idx[i] = (*r.head + i) % r.n;
+        desc[i] = ixgbe_ring_desc_addr(&r, idx[i]);
+        buf[i] = le64_to_cpu(descs[i].read.pkt_addr);
+    }
+    *r.head = (*r.head + need) % r.n;
+    return IXGBE_RSC_TAKEN;
+}
+
+void ixgbe_rx_queue_cause(IxgbeCore *core, unsigned q)
+{
+    ixgbe_queue_cause(core, false, q);
+}
+
+/* A TCP segment may join an aggregate of its flow (ixgbe_rsc.c) */
+static IxgbeRxResult ixgbe_rx_coalesce(IxgbeCore *core, unsigned q,
+                                       const IxgbeRxFrame *f,
+                                       const IxgbeRxInfo *info,
+                                       const IxgbeRxData *data)
+{
+    IxgbeRscFrame rf = {
+        .iov = f->iov, .iovcnt = f->iovcnt, .len = f->len,
+        .hdr = f->hdr, .hdr_len = f->hdr_len,
+        .has_vlan = f->has_vlan, .strip = data->strip,
+        .vlan = data->strip ? f->vlan_tag : 0,
+        .info = info->rss_type | (info->pkt_type << IXGBE_RXD_PKTTYPE_SHIFT),
+        .hash = info->hash,
+        .status = info->status | (data->strip ? IXGBE_RXD_STAT_VP : 0),
+    };
+
+    if (data->crc || !(info->pkt_type & IXGBE_RXD_PKTTYPE_TCP)) {
+        return IXGBE_RX_NOT_COALESCED;
+    }
+    switch (ixgbe_rsc_rx(core, q, &rf)) {
+    case IXGBE_RSC_TAKEN:
+        return IXGBE_RX_COALESCED;
+    case IXGBE_RSC_HELD:
+        return IXGBE_RX_HELD;
+    case IXGBE_RSC_DROPPED:
+        return IXGBE_RX_DROPPED;
+    default:
+        return IXGBE_RX_NOT_COALESCED;
+    }
+}
+
+/*
  * Deliver a frame to queue q: VLAN stripping per queue, the CRC per port,
  * the ring, the queue's counters and interrupt.  *len is set to the bytes
  * meant for host memory once the queue is known to be enabled.
@@ -1519,10 +1597,16 @@ static IxgbeRxResult ixgbe_rx_deliver(IxgbeCore *core, unsigned q,
                        !(ixgbe_get(core, IXGBE_HLREG0) &
                          IXGBE_HLREG0_RXCRCSTRP));
     *len = data.len;
-    res = ixgbe_rx_to_ring(core, q, &data, info, strip ? f->vlan_tag : 0);
-    if (res == IXGBE_RX_DELIVERED) {
+    res = ixgbe_rx_coalesce(core, q, f, info, &data);
+    if (res == IXGBE_RX_NOT_COALESCED) {
+        res = ixgbe_rx_to_ring(core, q, &data, info,
+                               strip ? f->vlan_tag : 0);
+    }
+    if (res == IXGBE_RX_DELIVERED || res == IXGBE_RX_COALESCED) {
         trace_ixgbe_rx_frame(q, data.len, info->hash);
         ixgbe_rx_queue_stats(core, q, data.len);
+    }
+    if (res == IXGBE_RX_DELIVERED) {
         ixgbe_queue_cause(core, false, q);
     }
     return res;

@@ -10,6 +10,7 @@
 #define HW_NET_IXGBE_DATAPATH_H
 
 #include "ixgbe_core.h"
+#include "ixgbe_rsc.h"
 
 void ixgbe_tx_kick(IxgbeCore *core, unsigned queue);
 void ixgbe_tx_flush_writeback(IxgbeCore *core, unsigned queue);
@@ -20,6 +21,10 @@ void ixgbe_rx_prefetch(IxgbeCore *core, unsigned queue);
 bool ixgbe_rx_can_receive(IxgbeCore *core);
 /* Frames the backend holds are offered again, if there is room */
 void ixgbe_rx_kick(IxgbeCore *core);
+/* For receive side coalescing (ixgbe_rsc.c) */
+IxgbeRscResult ixgbe_rx_take(IxgbeCore *core, unsigned queue, unsigned need,
+                             uint32_t *idx, uint64_t *desc, uint64_t *buf);
+void ixgbe_rx_queue_cause(IxgbeCore *core, unsigned queue);
 ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
                          int iovcnt, bool loopback);
 

@@ -45,7 +45,7 @@ KERNEL_SENSITIVE_AREAS = {
     "sriov": "SR-IOV: the PF's VF setup, the PF/VF mailbox, ixgbevf",
     "ptp": "the PTP clock and hardware time stamps (the driver's ixgbe_ptp.c)",
 }
-TRAFFIC_FAMILIES = ("datapath", "rss", "flow-director", "sfp")
+TRAFFIC_FAMILIES = ("datapath", "rss", "flow-director", "sfp", "rsc")
 
 
 # The scenarios that, on the full-matrix kernel, run against the sanitizer

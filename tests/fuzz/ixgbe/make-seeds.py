@@ -55,7 +55,9 @@ RDH = 0x1010
 SRRCTL = 0x1014
 RDT = 0x1018
 RXDCTL = 0x1028
+RSCCTL = 0x102C
 RXCTRL = 0x3000
+RSCDBU = 0x3028
 HLREG0 = 0x4240
 DMATXCTL = 0x4A80
 FCTRL = 0x5080
@@ -324,6 +326,23 @@ def seeds():
         clock_step(),
         read(TDH),
     ]
+    # Receive side coalescing: a TSO packet looped back as three in-order
+    # segments of one flow, checksums right, into a queue with RSC on (16
+    # descriptors) whose vector has a throttle interval; then again with
+    # 1 KiB buffers and one descriptor per aggregate (MAXDESC 0).
+    tso = [
+        dma_pattern(adv_tx_ctx_desc() + adv_tx_data_desc(0x00400000, 4398, 4344, tse=True)),
+        dma_pattern(tcp_frame(4344)),
+    ]
+    out["rsc-loopback"] = (
+        rings(loopback=True)
+        + interrupts()
+        + [write(RSCCTL, 0x1 | (3 << 2)), write(RSCDBU, 0x80)]
+        + tso
+        + [write(TDT, 2), clock_step(), read(RDH), write(SRRCTL, 0x1), write(RSCCTL, 0x1), write(TDT, 4)]
+        + [clock_step()] * 2
+        + [read(RDH), write(RXDCTL, 0)]
+    )
     # Head write-back and WTHRESH batching.
     out["tx-head-writeback"] = rings(rx=False) + [
         write(TDWBAL, 0x00500000 | 1),
@@ -541,6 +560,10 @@ def write_dict(path, header):
     for name, hexval in regs:
         enc = "".join("\\x%02x" % b for b in struct.pack("<I", int(hexval, 16)))
         lines.append('%s="%s"' % (name.lower(), enc))
+    # Registers of a queue's block that ixgbe_regs.h does not name (queue 0)
+    for name, off in (("ixgbe_rscctl0", RSCCTL), ("ixgbe_rscdbu", RSCDBU)):
+        enc = "".join("\\x%02x" % b for b in struct.pack("<I", off))
+        lines.append('%s="%s"' % (name, enc))
     lines.append('separator="FUZZ"')
     pathlib.Path(path).write_text("\n".join(lines) + "\n")
 
