@@ -2,7 +2,7 @@
 after `apply` and after `revert` (or once, `--phases now`), with the system's counters
 around every run, and a verdict per metric against a documented noise band.
 
-Workloads (peer side: `nettune measure --serve`, iperf3 on TCP 5201, sockperf on TCP 11111):
+Workloads (peer side: `nettune measure --serve`, iperf3 on TCP 5201 and 5202, sockperf on TCP 11111):
 
   tcp_tx     iperf3 -P 4            bulk TCP, this machine sends        Gbit/s received
   tcp_rx     iperf3 -P 4 -R         bulk TCP, the peer sends            Gbit/s received
@@ -14,6 +14,14 @@ Verdict (per metric, each phase against `before`): the change is the relative di
 the medians; the noise band is the larger of MIN_BAND and the relative spread
 (max - min) / median of either phase. |change| <= band: "no change within noise"; else
 "better" or "worse" by the metric's direction.
+
+The peer's iperf3 ports. An iperf3 server (3.12, and still upstream) closes its listening
+socket at the end of every test, the failed ones included, and opens a new one; a client
+that connected in between sits in the closed socket's queue and is reset ("unable to
+receive control message: Connection reset by peer"). So measure never connects to an iperf3
+port except to run a workload (reachability is checked on sockperf's port, whose server
+takes a connection that sends nothing as a client that left), and consecutive iperf3 runs
+alternate between two servers: the one a run used has the whole next run to listen again.
 """
 
 from __future__ import annotations
@@ -34,7 +42,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 from . import counters
 from .errors import NettuneError, UsageError
 
-IPERF3_PORT = 5201
+IPERF3_PORTS = (5201, 5202)
 SOCKPERF_PORT = 11111
 STREAMS = 4
 MIN_BAND = 0.05
@@ -120,9 +128,10 @@ class Workload:
     parse: Callable[[str], Dict[str, float]]
     raw_ext: str
 
-    def argv(self, peer: str, seconds: int) -> List[str]:
+    def argv(self, peer: str, seconds: int, port: int = IPERF3_PORTS[0]) -> List[str]:
+        """The command line; `port` is the iperf3 server's (sockperf has one port)."""
         t = str(seconds)
-        ip3 = ["iperf3", "-c", peer, "-p", str(IPERF3_PORT), "-t", t, "-J", "--connect-timeout", "5000"]
+        ip3 = ["iperf3", "-c", peer, "-p", str(port), "-t", t, "-J", "--connect-timeout", "5000"]
         if self.name == "tcp_tx":
             return ip3 + ["-P", str(STREAMS)]
         if self.name == "tcp_rx":
@@ -259,14 +268,28 @@ def _ethtool_stats(tools: Tools) -> Callable[[str], Optional[str]]:
     return read
 
 
-def run_phase(name: str, opts: Options, env: Env, iface: str, out: TextIO) -> Phase:
+class IperfPorts:
+    """The iperf3 port of each run in turn: consecutive iperf3 runs never use the same server."""
+
+    def __init__(self) -> None:
+        self.runs = 0
+
+    def next(self) -> int:
+        port = IPERF3_PORTS[self.runs % len(IPERF3_PORTS)]
+        self.runs += 1
+        return port
+
+
+def run_phase(name: str, opts: Options, env: Env, iface: str, out: TextIO,
+              ports: Optional[IperfPorts] = None) -> Phase:
     ph = Phase(name, irq_names=env.irq_names(iface))
+    ports = ports or IperfPorts()
     raw_dir = os.path.join(opts.out_dir, "raw")
     stats = _ethtool_stats(env.tools)
     t0 = time.monotonic()
     for i in range(1, opts.runs + 1):
         for w in WORKLOADS:
-            argv = w.argv(opts.peer, opts.seconds)
+            argv = w.argv(opts.peer, opts.seconds, ports.next() if w.tool == "iperf3" else 0)
             before = counters.snapshot(env.root, iface, ph.irq_names, stats)
             rc, stdout, stderr = env.tools.run(argv, opts.seconds + 60.0)
             after = counters.snapshot(env.root, iface, ph.irq_names, stats)
@@ -305,12 +328,12 @@ def preflight(opts: Options, env: Env) -> str:
     if "after" in opts.phases and env.recorded_changes():
         raise UsageError("nettune has changes applied already, so a 'before' phase would not be untuned: "
                          "run `nettune revert` first, or measure the current state with --phases now")
-    for port, what in ((IPERF3_PORT, "iperf3"), (SOCKPERF_PORT, "sockperf")):
-        try:
-            env.tools.connect(opts.peer, port, CONNECT_TIMEOUT)
-        except OSError as e:
-            raise MeasureError(f"peer {opts.peer} unreachable on TCP {port} ({what}): "
-                               f"{getattr(e, 'strerror', None) or e}; is `nettune measure --serve` running there?")
+    # sockperf's port only: a connection to an iperf3 server is a test to it (module doc)
+    try:
+        env.tools.connect(opts.peer, SOCKPERF_PORT, CONNECT_TIMEOUT)
+    except OSError as e:
+        raise MeasureError(f"peer {opts.peer} unreachable on TCP {SOCKPERF_PORT} (sockperf): "
+                           f"{getattr(e, 'strerror', None) or e}; is `nettune measure --serve` running there?")
     iface = opts.iface or env.default_iface(opts.peer)
     if not iface:
         raise UsageError(f"cannot tell which interface reaches {opts.peer}: name it with -i")
@@ -324,7 +347,7 @@ def wait_reachable(peer: str, env: Env, when: str) -> None:
     deadline = time.monotonic() + timeout
     while True:
         try:
-            env.tools.connect(peer, IPERF3_PORT, CONNECT_TIMEOUT)
+            env.tools.connect(peer, SOCKPERF_PORT, CONNECT_TIMEOUT)
             return
         except OSError as e:
             if time.monotonic() >= deadline:
@@ -342,6 +365,7 @@ def measure(opts: Options, env: Env, out: TextIO) -> Dict[str, Any]:
     out.write(f"measure: {iface} -> {opts.peer}, phases {','.join(opts.phases)}, {opts.runs} run(s) of "
               f"{opts.seconds} s per workload\n")
     applied = False
+    ports = IperfPorts()
     try:
         for name in opts.phases:
             if name == "after":
@@ -354,7 +378,7 @@ def measure(opts: Options, env: Env, out: TextIO) -> Dict[str, Any]:
                 applied = False
                 _logged(env.revert, opts.out_dir, "revert.log", out, "revert")
                 wait_reachable(opts.peer, env, "after revert")
-            phases.append(run_phase(name, opts, env, iface, out))
+            phases.append(run_phase(name, opts, env, iface, out, ports))
     except BaseException as e:
         if applied:
             out.write("measure: the 'after' phase failed; reverting what it applied\n")
@@ -421,6 +445,7 @@ def build_report(opts: Options, iface: str, started: str, phases: List[Phase]) -
                           "(max - min) / median of either phase); |change| <= band: no change within noise"},
         "workloads": [{"name": w.name, "title": w.title, "tool": w.tool, "argv": w.argv(opts.peer, opts.seconds)}
                       for w in WORKLOADS],
+        "iperf3_ports": list(IPERF3_PORTS),
         "metrics": rows,
         "counters": {p.name: {"seconds": round(p.seconds, 3), "totals": p.totals,
                               "irqs": {str(k): v for k, v in sorted(p.irq_names.items())}} for p in phases},
@@ -435,7 +460,8 @@ def serve(tools: Tools, out: TextIO, ready: Optional[Callable[[], None]] = None)
     missing = [t for t in TOOLS if tools.which(t) is None]
     if missing:
         raise UsageError(f"{', '.join(missing)} not found: install the Debian package(s) {', '.join(missing)}")
-    argvs = [["iperf3", "-s", "-p", str(IPERF3_PORT)], ["sockperf", "server", "--tcp", "-p", str(SOCKPERF_PORT)]]
+    argvs = [["iperf3", "-s", "-p", str(port)] for port in IPERF3_PORTS]
+    argvs.append(["sockperf", "server", "--tcp", "-p", str(SOCKPERF_PORT)])
     procs: List["subprocess.Popen[bytes]"] = []
     logs = [tempfile.TemporaryFile() for _ in argvs]   # not pipes: nobody reads them while serving
     stop = {"sig": 0}
@@ -448,7 +474,7 @@ def serve(tools: Tools, out: TextIO, ready: Optional[Callable[[], None]] = None)
         for argv, log in zip(argvs, logs):
             procs.append(subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log))
         time.sleep(0.5)
-        out.write(f"serving: iperf3 on TCP {IPERF3_PORT}, sockperf on TCP {SOCKPERF_PORT} "
+        out.write(f"serving: iperf3 on TCP {' and '.join(map(str, IPERF3_PORTS))}, sockperf on TCP {SOCKPERF_PORT} "
                   f"(stop with Ctrl-C or SIGTERM)\n")
         out.flush()
         if ready is not None:

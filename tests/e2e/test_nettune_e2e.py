@@ -353,7 +353,7 @@ def test_measure_before_after_reverted(setup: Setup, rootfs: RootfsImage, log_ro
     plan = plan_json(vm)
     # no peer yet: a clear error, nothing changed
     r = vm.run(f"nettune measure --peer {peer} -i {setup.ixgbe} --runs 1 --seconds 1 --out /root/nopeer 2>&1")
-    assert r.rc == 1 and f"peer {peer} unreachable on TCP 5201" in r.stdout, r.stdout
+    assert r.rc == 1 and f"peer {peer} unreachable on TCP 11111 (sockperf)" in r.stdout, r.stdout
     assert vm.run("test -e /var/lib/nettune/state.json").rc != 0
     out_dir = log_root / "nettune" / "measure"
     out_dir.mkdir(parents=True, exist_ok=True)

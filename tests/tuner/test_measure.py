@@ -82,6 +82,8 @@ class Fake:
             root, fail_at, missing, unreachable, failure)
         self.gone_after_apply = gone_after_apply
         self.connects: List[str] = []
+        self.ports: List[int] = []          # every connect's port
+        self.iperf3_ports: List[int] = []   # every iperf3 run's -p
         self.workload_runs = 0
         self.phases: List[str] = []
         self.n = 0
@@ -113,6 +115,7 @@ class Fake:
 
     def connect(self, host: str, port: int, timeout: float) -> None:
         self.connects.append(self.phase())
+        self.ports.append(port)
         if self.unreachable or (self.gone_after_apply and self.phase() == "after"):
             raise ConnectionRefusedError(111, "Connection refused")
 
@@ -126,6 +129,8 @@ class Fake:
         if argv[0] == "ethtool":
             return 0, f"NIC statistics:\n     rx_packets: {self.n}\n     rx_missed_errors: {3 * self.n}\n", ""
         self.workload_runs += 1
+        if argv[0] == "iperf3":
+            self.iperf3_ports.append(int(argv[argv.index("-p") + 1]))
         self.n += 1
         self.write_counters()
         name = workload_of(argv)
@@ -289,8 +294,14 @@ def test_measure_report_matches_the_raw_output(ixgbe: Callable[..., Tuple[str, F
     r = nt("--root", root, "measure", "--peer", "192.0.2.2", "--runs", "2", "--seconds", "2", "--out", out)
     assert r.rc == 0, r.err + r.out
     assert fake.phases == ["untuned"] * 10 + ["after"] * 10 + ["untuned"] * 10
-    # the peer is probed before anything (both servers) and again once apply and revert are done
-    assert fake.connects == ["untuned", "untuned", "after", "untuned"]
+    # the peer is probed before anything and again once apply and revert are done, on sockperf's
+    # port only: a bare connection to an iperf3 server fails a test there, and the server's new
+    # listening socket resets a client queued on the old one
+    assert fake.connects == ["untuned", "after", "untuned"]
+    assert fake.ports == [m.SOCKPERF_PORT] * 3
+    # consecutive iperf3 runs never meet the same server (it re-opens its socket after each test)
+    assert len(fake.iperf3_ports) == 24 and set(fake.iperf3_ports) == {5201, 5202}
+    assert all(a != b for a, b in zip(fake.iperf3_ports, fake.iperf3_ports[1:])), fake.iperf3_ports
     restore_counters(root, fake)
     assert tree_hash(root) == before_hash                # applied and reverted exactly
     rep = json.load(open(os.path.join(out, "report.json")))
@@ -356,7 +367,7 @@ def test_measure_now_changes_nothing(ixgbe: Callable[..., Tuple[str, Fake]], nt:
 
 @pytest.mark.parametrize("kw,args,rc,text,runs", [
     ({"missing": ("sockperf",)}, [], 2, "sockperf not found", 0),
-    ({"unreachable": True}, [], 1, "peer 192.0.2.2 unreachable on TCP 5201 (iperf3): Connection refused; "
+    ({"unreachable": True}, [], 1, "peer 192.0.2.2 unreachable on TCP 11111 (sockperf): Connection refused; "
                                    "is `nettune measure --serve` running there?", 0),
     ({}, ["--phases", "after"], 2, "--phases must be before,after,reverted or now", 0),
     ({}, ["-i", "eth7"], 2, "unknown interface eth7", 0),
