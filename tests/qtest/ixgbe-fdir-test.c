@@ -127,14 +127,6 @@ static void test_hash_reference(void)
 /* Set-up                                                              */
 /* ------------------------------------------------------------------ */
 
-static const uint8_t rss_key[IXGBE_RSS_KEY_SIZE] = {
-    0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2,
-    0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0,
-    0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4,
-    0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30, 0xf2, 0x0c,
-    0x6a, 0x42, 0xb7, 0x3e, 0xbe, 0xac, 0x01, 0xfa,
-};
-
 /*
  * Queues 0-3 with RSS over them (RETA entry i -> queue i % 4), the hash
  * keys, and Flow Director on in the given mode with 64 KB (PBALLOC 1).
@@ -145,14 +137,8 @@ static void fdir_setup(IxgbeTest *t, RxRing *rings, uint32_t fdirctrl)
     for (unsigned q = 0; q < RSS_QUEUES; q++) {
         rx_ring_setup(t, &rings[q], q, 32);
     }
-    for (unsigned i = 0; i < IXGBE_RSS_KEY_SIZE / 4; i++) {
-        wr(t, IXGBE_RSSRK0 + i * 4, ldl_le_p(rss_key + i * 4));
-    }
-    for (unsigned i = 0; i < IXGBE_RETA_ENTRIES / 4; i++) {
-        wr(t, IXGBE_RETA0 + i * 4, 0x03020100);
-    }
-    wr(t, IXGBE_MRQC, IXGBE_MRQC_RSS | IXGBE_MRQC_IPV4 |
-       IXGBE_MRQC_TCPIPV4 | IXGBE_MRQC_UDPIPV4);
+    rss_program(t, rss_entry_mod4, IXGBE_MRQC_RSS | IXGBE_MRQC_IPV4 |
+                IXGBE_MRQC_TCPIPV4 | IXGBE_MRQC_UDPIPV4);
     /* The driver gives the Flow Director its 64 KB of packet buffer */
     wr(t, IXGBE_RXPBSIZE0, (512 - 64) << 10);
     wr(t, IXGBE_FDIRHKEY, BUCKET_KEY);

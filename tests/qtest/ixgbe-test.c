@@ -52,15 +52,6 @@ static uint32_t toeplitz(const uint8_t *key, size_t keylen,
     return hash;
 }
 
-/* The key Microsoft's RSS documentation uses for its verification table */
-static const uint8_t rss_key[IXGBE_RSS_KEY_SIZE] = {
-    0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2,
-    0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0,
-    0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4,
-    0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30, 0xf2, 0x0c,
-    0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
-};
-
 /* Hash input for IPv4 + ports: source, destination address, ports */
 static uint32_t rss_hash_ipv4(const uint8_t *sip, const uint8_t *dip,
                               uint16_t sport, uint16_t dport, bool ports)
@@ -71,7 +62,7 @@ static uint32_t rss_hash_ipv4(const uint8_t *sip, const uint8_t *dip,
     memcpy(in + 4, dip, 4);
     stw_be_p(in + 8, sport);
     stw_be_p(in + 10, dport);
-    return toeplitz(rss_key, sizeof(rss_key), in, ports ? 12 : 8);
+    return toeplitz(ixgbe_rss_key, IXGBE_RSS_KEY_SIZE, in, ports ? 12 : 8);
 }
 
 static void test_toeplitz_reference(void)
@@ -834,19 +825,8 @@ static void test_rss(void)
     for (unsigned q = 0; q < 4; q++) {
         rx_ring_setup(&t, &rings[q], q, 32);
     }
-    for (unsigned i = 0; i < IXGBE_RSS_KEY_SIZE / 4; i++) {
-        wr(&t, IXGBE_RSSRK0 + i * 4, ldl_le_p(rss_key + i * 4));
-    }
-    for (unsigned i = 0; i < IXGBE_RETA_ENTRIES / 4; i++) {
-        uint32_t reg = 0;
-
-        for (unsigned b = 0; b < 4; b++) {
-            reg |= reta_queue(i * 4 + b) << (b * 8);
-        }
-        wr(&t, IXGBE_RETA0 + i * 4, reg);
-    }
-    wr(&t, IXGBE_MRQC, IXGBE_MRQC_RSS | IXGBE_MRQC_IPV4 |
-       IXGBE_MRQC_TCPIPV4 | IXGBE_MRQC_UDPIPV4);
+    rss_program(&t, reta_queue, IXGBE_MRQC_RSS | IXGBE_MRQC_IPV4 |
+                IXGBE_MRQC_TCPIPV4 | IXGBE_MRQC_UDPIPV4);
     rx_enable(&t);
 
     /* UDP flows that differ in their ports, then one TCP flow */
@@ -891,6 +871,11 @@ static void test_rss(void)
     ixgbe_test_stop(&t);
 }
 
+static unsigned rss_entry_queue1(unsigned entry)
+{
+    return 1;
+}
+
 /*
  * Queues 0 and 1 with RSS steering every IPv4 flow to queue 1 and other
  * frames to queue 0.
@@ -899,13 +884,8 @@ static void two_queue_setup(IxgbeTest *t, RxRing *rings)
 {
     rx_ring_setup(t, &rings[0], 0, 16);
     rx_ring_setup(t, &rings[1], 1, 16);
-    for (unsigned i = 0; i < IXGBE_RSS_KEY_SIZE / 4; i++) {
-        wr(t, IXGBE_RSSRK0 + i * 4, ldl_le_p(rss_key + i * 4));
-    }
-    for (unsigned i = 0; i < IXGBE_RETA_ENTRIES / 4; i++) {
-        wr(t, IXGBE_RETA0 + i * 4, 0x01010101);
-    }
-    wr(t, IXGBE_MRQC, IXGBE_MRQC_RSS | IXGBE_MRQC_IPV4 | IXGBE_MRQC_UDPIPV4);
+    rss_program(t, rss_entry_queue1,
+                IXGBE_MRQC_RSS | IXGBE_MRQC_IPV4 | IXGBE_MRQC_UDPIPV4);
     rx_enable(t);
 }
 

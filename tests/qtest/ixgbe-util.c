@@ -161,6 +161,37 @@ uint32_t eitr(unsigned vector)
     return IXGBE_EITR_LO + vector * 4;
 }
 
+/* The key of Microsoft's RSS verification table */
+const uint8_t ixgbe_rss_key[IXGBE_RSS_KEY_SIZE] = {
+    0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2,
+    0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0,
+    0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4,
+    0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30, 0xf2, 0x0c,
+    0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
+};
+
+unsigned rss_entry_mod4(unsigned entry)
+{
+    return entry % 4;
+}
+
+void rss_program(IxgbeTest *t, unsigned (*queue_of)(unsigned entry),
+                 uint32_t mrqc)
+{
+    for (unsigned i = 0; i < IXGBE_RSS_KEY_SIZE / 4; i++) {
+        wr(t, IXGBE_RSSRK0 + i * 4, ldl_le_p(ixgbe_rss_key + i * 4));
+    }
+    for (unsigned i = 0; i < IXGBE_RETA_ENTRIES / 4; i++) {
+        uint32_t reg = 0;
+
+        for (unsigned b = 0; b < 4; b++) {
+            reg |= queue_of(i * 4 + b) << (b * 8);
+        }
+        wr(t, IXGBE_RETA0 + i * 4, reg);
+    }
+    wr(t, IXGBE_MRQC, mrqc);
+}
+
 /* Send one frame to the device (the socket netdev prefixes its length) */
 void backend_send(IxgbeTest *t, const uint8_t *frame, size_t len)
 {

@@ -66,6 +66,14 @@ void wr(IxgbeTest *t, uint32_t reg, uint32_t val);
 uint32_t rxq(unsigned q, uint32_t reg);
 uint32_t txq(unsigned q, uint32_t reg);
 uint32_t eitr(unsigned vector);
+extern const uint8_t ixgbe_rss_key[];
+/*
+ * RSS: the hash key ixgbe_rss_key, RETA entry i steering to queue_of(i)
+ * (rss_entry_mod4: queues 0-3 in turn), MRQC = mrqc
+ */
+unsigned rss_entry_mod4(unsigned entry);
+void rss_program(IxgbeTest *t, unsigned (*queue_of)(unsigned entry),
+                 uint32_t mrqc);
 void backend_send(IxgbeTest *t, const uint8_t *frame, size_t len);
 int backend_recv(IxgbeTest *t, uint8_t *buf, size_t size,
                  int timeout_ms);

@@ -15,18 +15,31 @@ FIRMWARE = ["/usr/share/qemu", "/usr/share/seabios"]
 
 
 def domain_xml(name: str, qemu: Path, image: Dict[str, Path], console: Path,
-               cpu_model: Optional[str] = None, vcpus: int = 1) -> str:
+               cpu_model: Optional[str] = None, vcpus: int = 1, stock: bool = False,
+               nic_model: Optional[str] = None, cmdline: str = "") -> str:
     """A q35 TCG domain with direct kernel boot and the agent on a unix-socket ttyS0.
 
     ACPI is on explicitly: without <acpi/> libvirt 9.0 passes -no-acpi, which QEMU 9.0
     and later no longer accept.
-    QEMU runs as root with relabelling off so libvirt leaves the build's files alone.
+    By default QEMU runs as root with relabelling off so libvirt leaves the build's
+    files alone, and looks for firmware in Debian's directories (-L). `stock`: neither,
+    libvirt's default security labelling (the qemu user, relabelled kernel and initrd)
+    and the binary's own firmware search, as a domain of an installed emulator has.
+    `nic_model`: one user-mode interface of that model; `cmdline`: more kernel arguments.
     """
     cpu = ""
     if cpu_model:
         cpu = ("<cpu mode='custom' match='exact'><model fallback='forbid'>%s</model></cpu>"
                % cpu_model)
-    firmware = "".join("<qemu:arg value='-L'/><qemu:arg value='%s'/>" % d for d in FIRMWARE)
+    nic = ""
+    if nic_model:
+        nic = ("<interface type='user'><mac address='52:54:00:12:34:56'/>"
+               "<model type='%s'/></interface>" % nic_model)
+    tail = ""
+    if not stock:
+        firmware = "".join("<qemu:arg value='-L'/><qemu:arg value='%s'/>" % d for d in FIRMWARE)
+        tail = ("<seclabel type='static' model='dac' relabel='no'><label>+0:+0</label></seclabel>\n"
+                "  <qemu:commandline>%s</qemu:commandline>" % firmware)
     return """<domain type='qemu' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>
   <name>{name}</name>
   <memory unit='MiB'>256</memory>
@@ -35,7 +48,7 @@ def domain_xml(name: str, qemu: Path, image: Dict[str, Path], console: Path,
     <type arch='x86_64' machine='q35'>hvm</type>
     <kernel>{kernel}</kernel>
     <initrd>{initrd}</initrd>
-    <cmdline>console=ttyS0 panic=-1</cmdline>
+    <cmdline>console=ttyS0 panic=-1{cmdline}</cmdline>
   </os>
   <features><acpi/></features>
   {cpu}
@@ -48,13 +61,13 @@ def domain_xml(name: str, qemu: Path, image: Dict[str, Path], console: Path,
       <source mode='bind' path='{console}'/>
       <target port='0'/>
     </serial>
+    {nic}
     <memballoon model='none'/>
   </devices>
-  <seclabel type='static' model='dac' relabel='no'><label>+0:+0</label></seclabel>
-  <qemu:commandline>{firmware}</qemu:commandline>
+  {tail}
 </domain>
 """.format(name=name, vcpus=vcpus, kernel=image["kernel"], initrd=image["initrd"], cpu=cpu,
-           qemu=qemu, console=console, firmware=firmware)
+           cmdline=" " + cmdline if cmdline else "", qemu=qemu, console=console, nic=nic, tail=tail)
 
 
 def site_hostvars(work: Path, domain: Dict[str, Any]) -> Dict[str, Any]:

@@ -29,7 +29,7 @@ from typing import Any, Dict, Iterator
 import pytest
 
 from harness import REPO, run_playbook, virsh, write_inventory
-from domains import guest_run, remove_domain
+from domains import domain_xml, guest_run, remove_domain
 
 PKG = "qemu-ixgbe"
 BINARY = "/usr/lib/qemu-ixgbe/qemu-system-x86_64"
@@ -183,38 +183,11 @@ def test_domcapabilities(pkg_env: Dict[str, Any]) -> None:
     assert caps.find("devices") is not None, out
 
 
-def stock_domain_xml(image: Dict[str, Path]) -> str:
-    """No <seclabel>, no -L: libvirt's default security labelling (the qemu
-    user, relabelled kernel and initrd) and the binary's own firmware search."""
-    return """<domain type='qemu'>
-  <name>{name}</name>
-  <memory unit='MiB'>256</memory>
-  <vcpu placement='static'>1</vcpu>
-  <os>
-    <type arch='x86_64' machine='q35'>hvm</type>
-    <kernel>{kernel}</kernel>
-    <initrd>{initrd}</initrd>
-    <cmdline>console=ttyS0 panic=-1 guest.net=dhcp</cmdline>
-  </os>
-  <features><acpi/></features>
-  <on_poweroff>destroy</on_poweroff>
-  <on_reboot>destroy</on_reboot>
-  <on_crash>destroy</on_crash>
-  <devices>
-    <emulator>{emulator}</emulator>
-    <serial type='unix'>
-      <source mode='bind' path='{console}'/>
-      <target port='0'/>
-    </serial>
-    <interface type='user'>
-      <mac address='52:54:00:12:34:56'/>
-      <model type='ixgbe'/>
-    </interface>
-    <memballoon model='none'/>
-  </devices>
-</domain>
-""".format(name=NAME, kernel=image["kernel"], initrd=image["initrd"], emulator=WRAPPER,
-           console=WORK / "console.sock")
+def stock_domain_xml(image: Dict[str, Path], name: str = NAME, emulator: Path = Path(WRAPPER)) -> str:
+    """A domain of the installed emulator: libvirt's default security
+    labelling and the binary's own firmware search (domains.domain_xml)."""
+    return domain_xml(name, emulator, image, WORK / "console.sock", stock=True, nic_model="ixgbe",
+                      cmdline="guest.net=dhcp")
 
 
 @pytest.mark.usefixtures("libvirt_up")
@@ -287,7 +260,7 @@ def test_libvirt_domain_defaults_to_the_installed_emulator(pkg_env: Dict[str, An
     """A domain defined with the checkout's build gets the package's binary
     for its ixgbe interface when the role is given no emulator."""
     xml = pkg_env["work"] / ("%s.xml" % TUNE_NAME)
-    xml.write_text(stock_domain_xml(guest_image).replace(NAME, TUNE_NAME).replace(WRAPPER, str(qemu_binary)))
+    xml.write_text(stock_domain_xml(guest_image, TUNE_NAME, qemu_binary))
     remove_domain(TUNE_NAME)
     virsh("define", str(xml))
     inv = write_inventory(pkg_env["work"] / "tune.json", tune_vars(pkg_env))
