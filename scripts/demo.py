@@ -7,10 +7,14 @@ wire is a tap in a private network namespace: the host-side traffic peer.
 Then, in the guest: install nettune (guest/install.sh), show `nettune plan`,
 record the readings nettune may change, `nettune apply`, record them again,
 `nettune verify`, iperf3 both ways over the 82599 with per-queue counters
-(ethtool -S), `nettune revert`, record them a third time. Prints a report
-and exits non-zero if any step failed.
+(ethtool -S), `nettune revert`, record them a third time; then `nettune
+measure` against the host-side peer (`nettune measure --serve` there): fixed
+workloads before apply, after apply and after revert, with verdicts, counters
+and PNG plots ($BUILD_DIR/demo/measure/). Prints a report and exits non-zero
+if any step failed.
 
   scripts/demo.py [--profile throughput|latency|forwarding] [--seconds N]
+                  [--measure-runs N] [--measure-seconds S]
 
 Environment: BUILD_DIR, QEMU, GUEST_ACCEL, GUEST_TIMEOUT_SCALE (see
 tests/guest/README.md), NETTUNE_SRC (nettune tree to install, default guest/).
@@ -21,8 +25,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import os
 import shlex
+import shutil
 import sys
 import time
 import traceback
@@ -39,6 +45,7 @@ from ixgbe_testlib.sysguest import (
     Wire,
     iperf3_mbps,
     ixgbe_wire,
+    measure_peer,
     pick_accel,
     plan_json,
     plan_sysctls,
@@ -275,6 +282,8 @@ def demo_steps(
     ])  # fmt: skip
     report.section("verify result", indent(verify.stdout or f"(no output, rc={verify.rc})"))
     revert_result(d, revert, before, reverted)
+    if args.measure_runs:
+        measure(d, nettune_src)
     problems = vm.qemu_problems()
     report.step(
         "QEMU reported no device or guest errors", not problems, problems.splitlines()[0] if problems else ""
@@ -390,6 +399,39 @@ def one_direction(d: Demo, name: str, reverse: bool, lines: list[str]) -> list[t
     return [(i, rx1[i] - rx0.get(i, 0), tx1.get(i, 0) - tx0.get(i, 0)) for i in sorted(rx1)]
 
 
+def measure(d: Demo, nettune_src: Path) -> None:
+    """`nettune measure` before apply, after apply and after revert against the host-side
+    peer; the report's verdict table goes into the demo's report, the whole report (with
+    its plots) to $BUILD_DIR/demo/measure/."""
+    args, vm = d.args, d.vm
+    out = build_dir() / "demo" / "measure"
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = (
+        f"nettune measure --peer {d.wire.host_ip} -i {d.q} -p {shlex.quote(args.profile)} "
+        f"--runs {args.measure_runs} --seconds {args.measure_seconds} --out /root/measure"
+    )
+    with measure_peer(d.lab, vm.rootfs, nettune_src, out / "serve.log"):
+        r = vm.run(cmd + " 2>&1", timeout=600 + 60 * args.measure_runs * args.measure_seconds)
+    d.report.step("nettune measure (before apply, after apply, after revert)", r.ok, f"rc={r.rc}")
+    if not r.ok:
+        d.report.section("nettune measure", [f"  {cmd}", *indent(r.stdout[-3000:])])
+        return
+    vm.get_tree("/root/measure", out)
+    md = (out / "report.md").read_text().splitlines()
+    start = next(i for i, line in enumerate(md) if line.startswith("| workload"))
+    verdicts = list(itertools.takewhile(lambda line: line.startswith("|"), md[start:]))
+    d.report.section("measured (nettune measure, report and plots in " + rel(out) + ")", [
+        f"  {cmd}",
+        "  median [min-max] of each phase; the verdict compares with 'before' within the noise band",
+        *indent("\n".join(verdicts)),
+        "",
+        "  under TCG the guest's CPUs are emulated and shared with QEMU's own device and",
+        "  network threads on this host's cores: the spread between runs is large, and a",
+        "  verdict of 'no change within noise' is the honest result there, not a failure",
+        "  plots: " + ", ".join(sorted(p.name for p in out.glob("*.png"))),
+    ])  # fmt: skip
+
+
 def revert_result(d: Demo, revert: Result, before: dict[str, Any], reverted: dict[str, Any]) -> None:
     """Everything is back after revert, except IRQ affinity values owned by irqbalance."""
     fb, fr = flatten(before, d.dev), flatten(reverted, d.dev)
@@ -423,9 +465,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--profile", choices=PROFILES, default="throughput", help="nettune profile (default throughput)"
     )
     ap.add_argument("--seconds", type=int, default=10, help="iperf3 duration per direction (default 10)")
+    ap.add_argument("--measure-runs", type=int, default=3, help="nettune measure runs per workload (default 3, 0: skip)")
+    ap.add_argument("--measure-seconds", type=int, default=3, help="nettune measure run length (default 3)")
     args = ap.parse_args(argv)
     if args.seconds < 1 or args.seconds > 600:
         ap.error("--seconds must be between 1 and 600")
+    if not 0 <= args.measure_runs <= 20 or not 1 <= args.measure_seconds <= 60:
+        ap.error("--measure-runs must be 0 to 20 and --measure-seconds 1 to 60")
     if os.geteuid() != 0:
         print("demo: error: needs root (network namespace and tap for the host-side peer)", file=sys.stderr)
         return 2

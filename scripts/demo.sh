@@ -2,6 +2,7 @@
 # The demo, in one command on a fresh Debian 12 machine (as root):
 #
 #   scripts/demo.sh [--profile throughput|latency|forwarding] [--seconds N]
+#                   [--measure-runs N] [--measure-seconds S]
 #
 # 1. scripts/deps.sh         Debian packages and the Python venv
 # 2. scripts/build-qemu.sh   QEMU with the emulated Intel 82599 (-device ixgbe)
@@ -9,7 +10,9 @@
 # 4. scripts/demo.py         boot the guest (4 vCPUs, -device ixgbe, its wire a
 #    tap in a private network namespace = the host-side traffic peer), install
 #    nettune, show its plan, record the readings, apply, record again, verify,
-#    iperf3 both ways with per-queue counters, revert, and print a report.
+#    iperf3 both ways with per-queue counters, revert, then `nettune measure`
+#    before apply / after apply / after revert (verdicts, counters, PNG plots
+#    in $BUILD_DIR/demo/measure/), and print a report.
 # Each build step is cached: a second run only boots the VM.
 #
 # Exit status: 0 when every step passed, 1 when one failed (the report says
@@ -24,14 +27,14 @@ set -euo pipefail
 # Check the arguments before building anything (scripts/demo.py checks again).
 usage_error() {
     printf '[demo] ERROR: %s\n' "$*" >&2
-    printf 'usage: scripts/demo.sh [--profile throughput|latency|forwarding] [--seconds N]\n' >&2
+    printf 'usage: scripts/demo.sh [--profile throughput|latency|forwarding] [--seconds N] [--measure-runs N] [--measure-seconds S]\n' >&2
     exit 2
 }
 args=("$@")
 while (($#)); do
     case "$1" in
         -h | --help)
-            sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+            sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
             exit 0
             ;;
         --profile)
@@ -42,6 +45,16 @@ while (($#)); do
         --seconds)
             [[ $# -ge 2 && "$2" =~ ^[0-9]+$ && "$2" -ge 1 && "$2" -le 600 ]] ||
                 usage_error "--seconds needs a number of seconds from 1 to 600"
+            shift 2
+            ;;
+        --measure-runs)
+            [[ $# -ge 2 && "$2" =~ ^[0-9]+$ && "$2" -le 20 ]] ||
+                usage_error "--measure-runs needs a number from 0 to 20"
+            shift 2
+            ;;
+        --measure-seconds)
+            [[ $# -ge 2 && "$2" =~ ^[0-9]+$ && "$2" -ge 1 && "$2" -le 60 ]] ||
+                usage_error "--measure-seconds needs a number of seconds from 1 to 60"
             shift 2
             ;;
         *) usage_error "unknown argument '$1'" ;;

@@ -1,11 +1,11 @@
-"""Command line: nettune discover | plan | apply | verify | revert | wait-up."""
+"""Command line: nettune discover | plan | apply | verify | revert | wait-up | measure."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from typing import Callable, List, Optional, TextIO
+from typing import Callable, Dict, List, Optional, TextIO
 
 from . import __version__
 from .apply import apply
@@ -14,6 +14,7 @@ from .errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, NettuneError, UsageError
 from .ethtool import RealEthtool, RecordedEthtool, dump_json
 from .host import Host
 from .linkwait import wait_up
+from .measure import Env, Options, Tools, measure, parse_phases, serve
 from .plan import Plan, format_plan, make_plan, select_interfaces, sysctl_names
 from .profiles import CATEGORIES, IRQBALANCE_POLICIES, PROFILES, Config, load_config
 from .revert import revert
@@ -91,6 +92,24 @@ def build_parser() -> argparse.ArgumentParser:
     _globals(p, True)
     p.add_argument("interface", metavar="IF")
     p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="default 60")
+    p = sub.add_parser("measure", help="measure fixed workloads against a peer before apply, after apply and "
+                                       "after revert; write report.json, report.md and PNG plots",
+                       description="Run bulk TCP (one way, the other, both; iperf3 -P 4), 64 B TCP "
+                                   "request/response (sockperf ping-pong: p50, p99) and 64 B UDP (iperf3) "
+                                   "against a peer running `nettune measure --serve`, N runs each, with "
+                                   "the system's counters around every run, and give a verdict per "
+                                   "workload. The tuning state ends as it began, also when a run fails.")
+    _globals(p, True)
+    _plan_options(p)
+    p.add_argument("--serve", action="store_true",
+                   help="be the peer: run the iperf3 and sockperf servers until interrupted")
+    p.add_argument("--peer", metavar="ADDR", help="the peer's address (it runs `nettune measure --serve`)")
+    p.add_argument("--phases", default="before,after,reverted", metavar="LIST",
+                   help="before,after,reverted (default: measure, apply, measure, revert, measure) or now "
+                        "(measure the current state only)")
+    p.add_argument("--runs", type=int, default=3, metavar="N", help="runs of each workload per phase (default 3)")
+    p.add_argument("--seconds", type=int, default=10, metavar="S", help="length of each run (default 10)")
+    p.add_argument("--out", metavar="DIR", help="where report.json, report.md, the plots and raw/ go")
     return parser
 
 
@@ -175,6 +194,8 @@ def run(argv: Optional[List[str]] = None, out: TextIO = sys.stdout) -> int:
         return revert(host, store, out, dry_run=args.dry_run)
     if cmd == "wait-up":
         return _wait_up(host, args, out)
+    if cmd == "measure":
+        return _measure(host, store, args, out)
     cfg = make_config(args, host.root)
     discover_fn = _discover_fn(host, cfg, getattr(args, "missing_ok", False), out)
     if cmd == "discover":
@@ -196,6 +217,44 @@ def run(argv: Optional[List[str]] = None, out: TextIO = sys.stdout) -> int:
     if cmd == "verify":
         return _verify(host, store, plan, args.json, out)
     raise UsageError(f"unknown command {cmd}")
+
+
+def _route_iface(tools: Tools, peer: str) -> str:
+    rc, text, _ = tools.run(["ip", "-o", "route", "get", peer], 10.0)
+    words = text.split() if rc == 0 else []
+    return words[words.index("dev") + 1] if "dev" in words[:-1] else ""
+
+
+def _measure(host: Host, store: StateStore, args: argparse.Namespace, out: TextIO) -> int:
+    tools = Tools.real()
+    if args.serve:
+        return serve(tools, out)
+    if not args.peer or not args.out:
+        raise UsageError("measure needs --peer ADDR and --out DIR (or --serve on the peer)")
+    cfg = make_config(args, host.root)
+    discover_fn = _discover_fn(host, cfg, False, out)
+
+    def irq_names(iface: str) -> Dict[int, str]:
+        facts = discover(host.root, None, None, interfaces=[iface])
+        itf = facts.interfaces.get(iface)
+        if itf is None:
+            raise UsageError(f"unknown interface {iface} (this machine has: "
+                             f"{', '.join(sorted(facts.interfaces)) or 'none'})")
+        return {**{q.irq: q.name for q in itf.queue_irqs}, **{o.irq: o.name for o in itf.other_irqs}}
+
+    env = Env(root=host.root, tools=tools,
+              apply=lambda o: apply(host, cfg, store, discover_fn, o),
+              revert=lambda o: revert(host, store, o),
+              recorded_changes=lambda: len((store.load() or {}).get("changes", [])),
+              irq_names=irq_names,
+              default_iface=lambda peer: _route_iface(tools, peer))
+    ifs = _split(args.interface)
+    opts = Options(peer=args.peer, out_dir=args.out, iface=ifs[0] if ifs else None,
+                   phases=parse_phases(args.phases), runs=args.runs, seconds=args.seconds)
+    if opts.iface is not None:
+        irq_names(opts.iface)      # an unknown interface is bad input: refuse before anything runs
+    measure(opts, env, out)
+    return EXIT_OK
 
 
 def _wait_up(host: Host, args: argparse.Namespace, out: TextIO) -> int:

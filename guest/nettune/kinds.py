@@ -18,6 +18,7 @@ import os
 import posixpath
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Dict, List, NamedTuple, Optional, Type, TypeVar
 
+from . import linkfiles
 from .cpus import parse_cpulist, parse_mask
 from .errors import ApplyError, NettuneError
 from .ethtool import EthtoolError, command as ethtool_command
@@ -322,6 +323,11 @@ class EthtoolKind(Kind):
     def preflight(self, host: Host, s: Setting) -> Optional[Blocker]:
         if host.ethtool is None:
             return Blocker(False, f"{s.iface}: {s.label} needs ethtool, which is not available")
+        if s.iface is not None:      # a .link file that udev applies to the NIC sets it too
+            keys = sorted(s.want) if isinstance(s.want, dict) else []
+            text = linkfiles.conflict(host.root, s.iface, s.target, keys)
+            if text is not None:
+                return Blocker(False, text)
         return None
 
     def change_id(self, item: Item) -> str:

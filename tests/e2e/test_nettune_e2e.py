@@ -19,7 +19,12 @@ The steps run in order on one VM, as an administrator would:
 5. after a reboot (systemd's, QEMU keeps running) likewise (nettune.service);
 6. `nettune revert` restores the original readings (also the XPS masks the
    drivers reset when apply changed the channel count);
-7. the kernel log has no warnings about either NIC and QEMU reported nothing.
+7. `nettune measure` over the ixgbe port against the lab's host end (the guest
+   image's own iperf3 and sockperf, run by `nettune measure --serve` in the
+   lab's network namespace): before apply, after apply, after revert; the
+   report's figures are recomputed here from the raw tool output it kept, and
+   its counters show the queue IRQs pinned as planned in the 'after' phase;
+8. the kernel log has no warnings about either NIC and QEMU reported nothing.
 
 Readings that irqbalance owns (the affinity of IRQs while it runs) cannot be
 compared by value before and after: irqbalance rewrites them every 10 s. For
@@ -31,8 +36,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import shlex
+import statistics
+import struct
 import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -47,6 +56,7 @@ from ixgbe_testlib.sysguest import (
     SystemdVM,
     check_plan,
     ixgbe_wire,
+    measure_peer,
     pick_accel,
     plan_json,
     plan_sysctls,
@@ -127,6 +137,20 @@ def assert_readings_match_plan(s: Setup, when: str) -> dict[str, Any]:
         kinds = {x["kind"] for x in plan["settings"] if x["iface"] == dev}
         assert need <= kinds, f"{when}: the plan for {dev} lacks IRQ, XPS or ethtool settings"
     return plan
+
+
+def unit_seconds(vm: SystemdVM, unit: str) -> float:
+    """Seconds from a oneshot unit's start to its main process's exit (systemd's timestamps)."""
+    props = dict(
+        line.partition("=")[::2]
+        for line in vm.sh(
+            f"systemctl show -p ExecMainStartTimestampMonotonic -p ExecMainExitTimestampMonotonic "
+            f"-p InactiveExitTimestampMonotonic {shlex.quote(unit)}"
+        ).splitlines()
+    )
+    start = int(props.get("InactiveExitTimestampMonotonic") or 0)
+    end = int(props.get("ExecMainExitTimestampMonotonic") or 0)
+    return (end - start) / 1e6 if start and end >= start else float("nan")
 
 
 def unsupported(vm: SystemdVM) -> list[str]:
@@ -251,6 +275,8 @@ def test_reboot_reapplies(setup: Setup, timed: None) -> None:
     TIMINGS["reboot (agent back)"] = seconds
     wait_ports(setup)
     settle(vm)
+    # how long the boot's apply took, by systemd's own clock (against the units' start timeouts)
+    TIMINGS["nettune.service apply at boot"] = unit_seconds(vm, "nettune.service")
     unit = vm.run("systemctl is-active nettune.service").stdout.strip()
     assert unit == "active", f"nettune.service is {unit}:\n{vm.run(NETTUNE_LOGS).stdout[-4000:]}"
     state = vm.systemd_state()
@@ -290,6 +316,123 @@ def test_revert_restores_original(setup: Setup, timed: None) -> None:
     assert not diffs, (
         "revert did not restore the original readings:\n" + "\n".join(diffs) + f"\n--- revert ---\n{r.stdout}"
     )
+
+
+# ------------------------------------------------------------ nettune measure
+MEASURE_RUNS, MEASURE_SECONDS = 2, 1
+MEASURE_PLOTS = {
+    "bars-throughput.png",
+    "bars-latency.png",
+    "bars-udp64.png",
+    "heat-interrupts.png",
+    "heat-softirq.png",
+    "heat-softirq-time.png",
+}
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    """Width and height of an 8-bit RGB PNG, after checking every chunk's CRC and that
+    the image data inflates to one filter byte plus 3 bytes per pixel per row."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, size = 8, b"", (0, 0)
+    while pos < len(data):
+        (n,) = struct.unpack(">I", data[pos : pos + 4])
+        tag, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + n]
+        assert struct.unpack(">I", data[pos + 8 + n : pos + 12 + n])[0] == zlib.crc32(tag + body), tag
+        if tag == b"IHDR":
+            size = struct.unpack(">II", body[:8])
+            assert body[8:10] == b"\x08\x02", "not 8-bit RGB"
+        elif tag == b"IDAT":
+            idat += body
+        pos += 12 + n
+    assert len(zlib.decompress(idat)) == size[1] * (3 * size[0] + 1)
+    return size
+
+
+def raw_values(workload: str, text: str) -> dict[str, float]:
+    """A run's figures read from the tool's own output (independently of nettune)."""
+    if workload == "tcp_rr":
+        pct = dict(re.findall(r"percentile (\d+\.\d+) =\s+([\d.]+)", text))
+        return {"p50_us": float(pct["50.000"]), "p99_us": float(pct["99.000"])}
+    end = json.loads(text)["end"]
+    rcv = end["sum_received"]
+    if workload == "udp_64":
+        return {"kpps": (rcv["packets"] - rcv["lost_packets"]) / rcv["seconds"] / 1e3, "loss_pct": rcv["lost_percent"]}
+    bps = rcv["bits_per_second"] + end.get("sum_received_bidir_reverse", {}).get("bits_per_second", 0)
+    return {"gbps": bps / 1e9}
+
+
+def test_measure_before_after_reverted(setup: Setup, rootfs: RootfsImage, log_root: Path, timed: None) -> None:
+    vm, lab = setup.vm, setup.lab
+    peer = lab.wire("ixgbe").host_ip
+    assert vm.run("test -e /var/lib/nettune/state.json").rc != 0, "tuning still applied (the revert step failed?)"
+    plan = plan_json(vm)
+    # no peer yet: a clear error, nothing changed
+    r = vm.run(f"nettune measure --peer {peer} -i {setup.ixgbe} --runs 1 --seconds 1 --out /root/nopeer 2>&1")
+    assert r.rc == 1 and f"peer {peer} unreachable on TCP 11111 (sockperf)" in r.stdout, r.stdout
+    assert vm.run("test -e /var/lib/nettune/state.json").rc != 0
+    out_dir = log_root / "nettune" / "measure"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    with measure_peer(lab, rootfs, NETTUNE_SRC, out_dir / "serve.log"):
+        r = vm.run(
+            f"nettune measure --peer {peer} -i {setup.ixgbe} --runs {MEASURE_RUNS} --seconds {MEASURE_SECONDS} "
+            "--out /root/measure 2>&1",
+            timeout=900,
+        )
+    TIMINGS["nettune measure (3 phases)"] = time.monotonic() - t0
+    (out_dir / "measure.out").write_text(r.stdout)
+    assert r.ok, f"nettune measure failed (rc={r.rc}):\n{r.stdout}"
+    assert vm.run("test -e /var/lib/nettune/state.json").rc != 0, "measure left the tuning applied"
+    vm.get_tree("/root/measure", out_dir)
+    rep = json.loads((out_dir / "report.json").read_text())
+    assert (out_dir / "report.md").is_file() and set(rep["plots"]) == MEASURE_PLOTS, rep["plots"]
+    for name in MEASURE_PLOTS:
+        w, h = png_size((out_dir / name).read_bytes())
+        assert w > 100 and h > 50, (name, w, h)
+    assert rep["phases"] == ["before", "after", "reverted"] and rep["interface"] == setup.ixgbe
+    # every run's figures as the tools printed them, and the medians and verdicts from those
+    runs = rep["runs_detail"]
+    assert len(runs) == 3 * MEASURE_RUNS * 5
+    for run in runs:
+        assert run["values"] == pytest.approx(raw_values(run["workload"], (out_dir / run["raw"]).read_text())), run
+    for row in rep["metrics"]:
+        per_phase = {}
+        for phase in rep["phases"]:
+            vals = [
+                x["values"][row["metric"]] for x in runs if x["phase"] == phase and x["workload"] == row["workload"]
+            ]
+            s = row["phases"][phase]
+            assert s["median"] == pytest.approx(statistics.median(vals)) and s["runs"] == pytest.approx(vals)
+            per_phase[phase] = s
+        for phase in ("after", "reverted"):
+            v, b, n = row["verdicts"][phase], per_phase["before"], per_phase[phase]
+            band = max(0.05, (b["max"] - b["min"]) / b["median"], (n["max"] - n["min"]) / n["median"])
+            change = (n["median"] - b["median"]) / b["median"]
+            assert v["band"] == pytest.approx(band) and v["change"] == pytest.approx(change)
+            want = (
+                "no change within noise"
+                if abs(change) <= band
+                else "better" if (change > 0) == row["higher_is_better"] else "worse"
+            )
+            assert v["verdict"] == want, row
+    # the counters explain the change: after apply each queue IRQ of the port fired only on
+    # the CPU the plan gave its queue; before, irqbalance placed them
+    queue_cpu = {int(q): c for q, c in plan["interfaces"][setup.ixgbe]["queue_cpu"].items()}
+    after_irqs = rep["counters"]["after"]["totals"]["irq"]
+    queues = {
+        int(m.group(1)): counts
+        for name, counts in after_irqs.items()
+        if (m := re.fullmatch(rf"{re.escape(setup.ixgbe)}-TxRx-(\d+)", name))
+    }
+    assert sorted(queues) == sorted(queue_cpu), (after_irqs, queue_cpu)
+    for q, counts in queues.items():
+        assert sum(counts) > 0, f"queue {q} had no interrupts during the after phase: {after_irqs}"
+        assert [c for c, n in enumerate(counts) if n] == [queue_cpu[q]], (q, counts, queue_cpu)
+    before_rx = rep["counters"]["before"]["totals"]["softirq"]["NET_RX"]
+    assert sum(before_rx) > 0, rep["counters"]["before"]["totals"]
+    md = (out_dir / "report.md").read_text()
+    assert "| tcp_tx (iperf3) | throughput, Gbit/s (higher is better) |" in md and "![bars-throughput.png]" in md
 
 
 def test_no_device_warnings(setup: Setup, timed: None) -> None:

@@ -106,3 +106,15 @@ def test_udev_rule_starts_the_reapply_unit() -> None:
     assert os.path.isfile(os.path.join(GUEST, "systemd", "nettune-reapply@.service"))
     svc = open(os.path.join(GUEST, "systemd", "nettune-reapply@.service")).read()
     assert "Type=oneshot" in svc and not re.search(r"^RemainAfterExit=", svc, re.M)
+
+
+def test_units_start_timeout_bounds_a_stuck_apply_only() -> None:
+    """The units' start timeout is far above a slow apply's time: nettune bounds its own ethtool
+    (30 s) and systemctl (60 s) calls; a TCG guest's boot apply took 39 s at host load 11 and 111 s at load 14, and a
+    timeout reached by a slow apply kills it half-way (unit failed, system degraded)."""
+    for unit in ("nettune.service", "nettune-reapply@.service"):
+        text = open(os.path.join(GUEST, "systemd", unit)).read()
+        m = re.search(r"^TimeoutStartSec=(\d+)(min|s)?$", text, re.M)
+        assert m, f"{unit}: no TimeoutStartSec"
+        seconds = int(m.group(1)) * (60 if m.group(2) == "min" else 1)
+        assert seconds >= 600, f"{unit}: TimeoutStartSec={m.group(0)} would kill a slow apply half-way"

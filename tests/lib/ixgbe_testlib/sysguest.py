@@ -11,6 +11,9 @@ peers in a private network namespace.
 - `SystemdVM` is the harness's `VM` with the image's disk (copy-on-write,
   `snapshot=on`, so the image never changes), without `-no-reboot`, and with
   `reboot()` (a systemd reboot, then wait for the agent again).
+- `measure_peer()` runs `nettune measure --serve` at the host end of the
+  lab's wires with the image's own iperf3, sockperf and python3 (its package
+  tree as a chroot), so the host needs neither tool.
 - `readings()` reads what nettune tunes straight from the guest (procfs,
   sysfs, ethtool -a/-g/-c/-k/-l, sysctl, systemctl), independently of nettune;
   `check_plan()` compares those readings with `nettune plan --json`.
@@ -21,6 +24,7 @@ Used by tests/e2e and by scripts/demo.py.
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import io
 import json
@@ -31,7 +35,7 @@ import subprocess
 import tarfile
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -224,6 +228,42 @@ class Lab:
         return iperf3_report("iperf3 in netns", r.returncode == 0, r.returncode, r.stdout, r.stderr)
 
 
+@contextlib.contextmanager
+def measure_peer(lab: Lab, rootfs: RootfsImage, nettune_src: Path, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """`nettune measure --serve` at the host end of the lab's wires: the guest image's
+    package tree (its iperf3, sockperf and python3) as a chroot in a private mount
+    namespace inside the lab's network namespace, with the nettune tree `nettune_src`
+    (the project's guest/) bind-mounted at /mnt. Stopped (SIGTERM) on exit."""
+    base = rootfs.disk.parent / "base"
+    if not (base / "usr" / "bin" / "sockperf").is_file():
+        raise HarnessError(f"no sockperf in the image's package tree {base}: rebuild it (scripts/build-rootfs.sh)")
+    script = (
+        'mount --bind "$1" "$0/mnt" && mount -t proc proc "$0/proc" && exec chroot "$0" '
+        "env PYTHONPATH=/mnt PYTHONDONTWRITEBYTECODE=1 python3 -m nettune measure --serve"
+    )
+    argv = lab.prefix() + ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, str(base),
+                           str(nettune_src)]  # fmt: skip
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("wb") as fh:
+        proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + scaled(60)
+        while "serving:" not in log.read_text(errors="replace"):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise HarnessError(
+                    f"nettune measure --serve did not start (rc={proc.poll()}):\n{log.read_text(errors='replace')}"
+                )
+            time.sleep(0.2)
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 # ------------------------------------------------------------------- VM
 _READY = re.compile(r"@@AGENT-READY (\S+)@@")
 
@@ -307,6 +347,20 @@ class SystemdVM(VM):
         self.sh(
             f"rm -rf {q} && mkdir -p {q} && base64 -d <<'EOF' | tar -xz -C {q}\n{payload}\nEOF", timeout=120
         )
+
+    def get_tree(self, src: str, dest: Path, timeout: float = 300) -> None:
+        """Copy a directory of the guest to `dest` on the host (tar over the agent);
+        only regular files and directories, nothing outside `dest`."""
+        q = shlex.quote(src.rstrip("/"))
+        blob = base64.b64decode(self.sh(f"tar czf - -C {q} . | base64 -w0", timeout=timeout))
+        dest.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(fileobj=io.BytesIO(blob)) as tar:
+            members = tar.getmembers()
+            bad = [m.name for m in members if not (m.isfile() or m.isdir()) or ".." in Path(m.name).parts
+                   or Path(m.name).is_absolute()]
+            if bad:
+                raise GuestError(f"{src}: refusing to copy {', '.join(bad[:5])} from the guest")
+            tar.extractall(dest, members=members)
 
     def systemd_state(self) -> str:
         """`systemctl is-system-running` (running, degraded, starting, ...)."""

@@ -115,14 +115,16 @@ class PlaybookRun:
 def run_playbook(playbook: Union[str, Path], inventory: Optional[Path] = None,
                  extra_vars: Optional[Dict[str, Any]] = None, check: bool = False,
                  diff: bool = False, timeout: int = 900,
-                 env: Optional[Dict[str, str]] = None) -> PlaybookRun:
+                 env: Optional[Dict[str, str]] = None,
+                 prefix: Optional[List[str]] = None) -> PlaybookRun:
     """ansible-playbook with the json callback; returns rc, stats and results.
 
     playbook: a name in playbooks/ (run there with playbooks/ansible.cfg), or a path
     (run from its directory; env then says which configuration and collections apply).
+    prefix: a command ansible-playbook runs under (e.g. ip netns exec NS).
     """
     path = PLAYBOOKS / playbook
-    cmd = [tool("ansible-playbook"), str(path)]
+    cmd = list(prefix or []) + [tool("ansible-playbook"), str(path)]
     if inventory is not None:
         cmd += ["-i", str(inventory)]
     if extra_vars:

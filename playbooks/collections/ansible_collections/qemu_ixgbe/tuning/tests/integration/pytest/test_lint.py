@@ -17,7 +17,7 @@ def test_ansible_lint_production_profile() -> None:
     assert "Profile 'production' was required, and it passed" in out, out[-2000:]
 
 
-@pytest.mark.parametrize("playbook", ["site.yml", "ci-vm.yml", "qemu-package.yml"])
+@pytest.mark.parametrize("playbook", ["site.yml", "ci-vm.yml", "qemu-package.yml", "measure.yml"])
 def test_syntax_check(playbook: str) -> None:
     proc = subprocess.run([tool("ansible-playbook"), "--syntax-check", playbook],
                           cwd=str(PLAYBOOKS), check=False, capture_output=True, text=True,

@@ -1,0 +1,1 @@
+../../../../../../../../../guest/nettune/linkfiles.py

@@ -1,0 +1,1 @@
+../../../../../../../../../guest/nettune/measure_report.py
