@@ -11,10 +11,10 @@
 #   scripts/bench.sh --dpdk [--quick] [OPTIONS]
 #
 # --device-model: instead, the guest-free benchmark of the device models
-# (ixgbe, igb, e1000e) driven through their rings over the qtest protocol
-# (tests/bench/devbench.py; its options: scripts/bench.sh --device-model
-# --help): host instructions, QEMU CPU time, register accesses and
-# interrupts per packet; $BUILD_DIR/bench/device-model/devbench-<time>-<mode>
+# (ixgbe, igb, e1000e, virtio-net-pci) driven through their rings over the
+# qtest protocol (tests/bench/devbench.py; its options: scripts/bench.sh
+# --device-model --help): host instructions, QEMU CPU time, register
+# accesses and interrupts per packet; $BUILD_DIR/bench/device-model/devbench-<time>-<mode>
 # .{json,txt,png}, copied to latest.*. Needs no guest image.
 #   --device-model --memory [--quick]: host memory per device instead (N =
 #   0, 1, 2, 4 NICs of one model per QEMU, several starts each; anonymous

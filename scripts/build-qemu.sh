@@ -4,15 +4,18 @@
 #   1. scripts/fetch-qemu.sh puts the QEMU source in $BUILD_DIR/qemu-src;
 #   2. the pristine tree becomes a git repository (commit "pristine", tag
 #      "pristine") once, so the patch state is tracked;
-#   3. qemu-patches/*.patch are applied in order ('git am'); when the series
-#      changes, the tree is reset to pristine and the series applied again
-#      (the device doc and trace events reach the tree here: the series
-#      carries them, derived from docs/system/devices/ixgbe.rst and
-#      hw/net/trace-events-ixgbe by scripts/export-patches.sh);
-#   4. the project's own sources are symlinked into the tree (same relative
-#      paths): hw/net/ixgbe*.[ch], tests/qtest/ixgbe*.[ch],
-#      tests/unit/test-ixgbe*.c; and the sanitizer build's device list
-#      (scripts/qemu-devices/) under configs/devices/;
+#   3. the patch series: scripts/export-patches.sh --out makes it on
+#      pristine, the QEMU fixes (qemu-patches/fixes/) applied with 'git am'
+#      and the device series generated from the device's files (hw/net/,
+#      tests/qtest/, tests/unit/, the device doc, as
+#      qemu-patches/ixgbe-src/MANIFEST places them) as one commit per
+#      patch: the series qemu-patches/ixgbe/ holds, made from the files as
+#      they are now, so an edit is built without exporting qemu-patches/
+#      first (the series test tells when that is due). The tree checks out
+#      its last commit; only the files that changed get new timestamps.
+#      This runs only when one of these inputs changed;
+#   4. the sanitizer build's device list (scripts/qemu-devices/) is
+#      symlinked into the tree under configs/devices/;
 #   5. configure runs once into $BUILD_DIR/qemu-build (again only when the
 #      option list or the source changes);
 #   6. ninja builds qemu-system-x86_64 and the qtest binaries for the ixgbe
@@ -30,6 +33,7 @@
 #   NINJA_JOBS            ninja -j value (default: ninja's own)
 #   EXTRA_NINJA_TARGETS   more ninja targets to build (space separated)
 #   EXTRA_CONFIGURE_ARGS  more configure arguments (space separated)
+#   QEMU_DEBUG_INFO       lines (default: file and line numbers) or full (-g)
 #   IXGBE_ALLOW_WARNINGS  1 = do not fail on compiler warnings in the
 #                         project's own files (default: fail)
 #
@@ -77,45 +81,16 @@ PATCH_DIR="$REPO_ROOT/qemu-patches"
 GIT_ID=(-c user.name="qemu-ixgbe build" -c user.email="build@qemu-ixgbe.invalid"
     -c commit.gpgsign=false -c core.autocrlf=false -c advice.detachedHead=false)
 
-# Project files linked into the QEMU tree, as globs relative to the repo.
-LINK_GLOBS=(
-    'hw/net/ixgbe*.c' 'hw/net/ixgbe*.h'
-    'tests/qtest/ixgbe*.c' 'tests/qtest/ixgbe*.h'
-    'tests/unit/test-ixgbe*.c'
-)
 # Project files linked into the QEMU tree under another path (repo:tree).
 LINK_MAP=(
     'scripts/qemu-devices/x86_64-sanitizer.mak:configs/devices/x86_64-softmmu/ixgbe-sanitizer.mak'
 )
 
-# The firmware path, searched by the binary before its own data directory:
-# the project's committed boot ROMs (pc-bios/efi-ixgbe-*.rom, the devices'
-# default romfile), then Debian's firmware directories (packages seabios,
-# qemu-system-data, ipxe-qemu).
-FIRMWARE_DIRS=("$REPO_ROOT/pc-bios" /usr/share/qemu /usr/share/seabios /usr/lib/ipxe/qemu)
-
-CONFIGURE_ARGS=(
-    --target-list=x86_64-softmmu
-    --disable-docs
-    --disable-werror
-    --disable-download
-    --enable-slirp
-    --enable-numa
-    --disable-gtk
-    --disable-sdl
-    --disable-vnc
-    --disable-opengl
-    --disable-spice
-    --disable-xen
-    --disable-rust
-    --disable-install-blobs
-    # No firmware is built here: use the committed ixgbe ROMs and Debian's
-    # (seabios, qemu-system-data, ipxe-qemu), so the binary runs without -L
-    # (qtests need this too).
-    --firmwarepath="$(IFS=:; echo "${FIRMWARE_DIRS[*]}")"
-    --with-pkgversion=qemu-ixgbe
-    --python="$VENV_PYTHON"
-)
+# The firmware path and the configure options: QEMU_FIRMWARE_DIRS and
+# QEMU_CONFIGURE_ARGS in scripts/lib.sh (scripts/build-series.sh builds
+# with the same).
+FIRMWARE_DIRS=("${QEMU_FIRMWARE_DIRS[@]}")
+CONFIGURE_ARGS=("${QEMU_CONFIGURE_ARGS[@]}")
 # shellcheck disable=SC2206  # word splitting intended
 CONFIGURE_ARGS+=(${EXTRA_CONFIGURE_ARGS:-})
 CONFIGURE_ARGS+=("${OPT_CONFIGURE_ARGS[@]}")
@@ -144,11 +119,18 @@ sgit() {
     git -C "$SRC_DIR" "${GIT_ID[@]}" "$@"
 }
 
-shopt -s nullglob
-patches=("$PATCH_DIR"/*.patch)
-shopt -u nullglob
+# What the series is made from: the fixes, the device series' manifest,
+# messages and glue, the device's files, the generator.
+SERIES_DIR="$BUILD_DIR/qemu-series"
+series_inputs=()
+while IFS= read -r -d '' f; do
+    series_inputs+=("$f")
+done < <(find "$PATCH_DIR/fixes" "$PATCH_DIR/ixgbe-src" "$REPO_ROOT/hw/net" \
+    "$REPO_ROOT/tests/qtest" "$REPO_ROOT/tests/unit" "$REPO_ROOT/docs/system/devices/ixgbe.rst" \
+    "$REPO_ROOT/scripts/export-patches.sh" \( -type f -o -type l \) ! -name '.*' ! -name '*~' \
+    -print0 2>/dev/null | sort -z)
 PATCH_STAMP="$SRC_DIR/.git/qemu-ixgbe-patches.sha256"
-want_patches="$(hash_files "${patches[@]}")"
+want_patches="$(hash_files "${series_inputs[@]}")"
 
 # True when the tree holds exactly the current patch series (read only).
 series_applied() {
@@ -200,64 +182,50 @@ applied_head=""
 [[ -f "$PATCH_STAMP" ]] && applied_head="$(sed -n 2p "$PATCH_STAMP")"
 cur_head="$(sgit rev-parse HEAD)"
 
-# The series is applied in a scratch worktree of the same repository, and
-# the tree then checks out the result: files the old and the new series
-# leave alike keep their timestamps, so ninja rebuilds only what changed
-# (a reset to pristine and 'git am' in place would touch every file a
-# patch touches, e.g. a header included everywhere).
-APPLY_DIR="$BUILD_DIR/.qemu-src-apply"
-agit() {
-    git -C "$APPLY_DIR" "${GIT_ID[@]}" "$@"
-}
-
-# A patch that is a mailbox (git format-patch) goes through 'git am';
-# a plain diff through 'git apply' plus a commit named after the file.
-apply_one() {
-    local p=$1 name out
-    name="${p#"$REPO_ROOT"/}"
-    if head -n1 "$p" | grep -q '^From '; then
-        if ! out="$(agit am -q --keep-cr --committer-date-is-author-date "$p" 2>&1)"; then
-            agit am --abort >/dev/null 2>&1 || true
-            printf '%s\n' "$out" >&2
-            return 1
-        fi
-    else
-        if ! out="$(agit apply --index "$p" 2>&1)"; then
-            printf '%s\n' "$out" >&2
-            return 1
-        fi
-        agit commit -q --no-verify -m "Apply $name" || return 1
-    fi
-    log "applied $name"
-}
-
-drop_apply_dir() {
-    sgit worktree remove --force "$APPLY_DIR" >/dev/null 2>&1 || rm -rf "$APPLY_DIR"
-    sgit worktree prune
-}
-
+# scripts/export-patches.sh makes the series in a scratch worktree of the
+# same repository: the fixes applied to pristine with 'git am', then one
+# commit per device patch, which it writes out with 'git format-patch' (the
+# series test checks that 'git am' of those files gives the same tree).
+# The tree then checks out the last commit: files the old and the new
+# series leave alike keep their timestamps, so ninja rebuilds only what
+# changed (a reset to pristine and 'git am' in place would touch every
+# file a patch touches, e.g. a header included everywhere).
+n_fixes=0 n_device=0
 if ((prepare_tree)) && [[ "$want_patches" != "$have_patches" || "$cur_head" != "$applied_head" ]]; then
     if [[ -n "$have_patches" || "$cur_head" != "$(sgit rev-parse pristine)" ]]; then
-        log "patch series changed: applying it afresh to pristine"
+        log "patch series changed: making it afresh on pristine"
     fi
     rm -f "$PATCH_STAMP"
-    drop_apply_dir
-    sgit worktree add -q --detach "$APPLY_DIR" pristine
-    for p in "${patches[@]}"; do
-        if ! apply_one "$p"; then
-            drop_apply_dir
-            die "patch ${p#"$REPO_ROOT"/} does not apply to QEMU $qemu_version ($src_ident); the tree is unchanged"
-        fi
-    done
-    new_head="$(agit rev-parse HEAD)"
-    drop_apply_dir
+    IXGBE_SERIES_LOCK_HELD=1 bash "$REPO_ROOT/scripts/export-patches.sh" --src "$SRC_DIR" \
+        --out "$SERIES_DIR" || die "scripts/export-patches.sh could not make the patch series; the tree is unchanged"
+    fixes_head="$(sed -n 1p "$SERIES_DIR/commits")"
+    new_head="$(sed -n 2p "$SERIES_DIR/commits")"
+    sgit rev-parse -q --verify "$new_head^{commit}" >/dev/null ||
+        die "scripts/export-patches.sh left no commit $new_head"
+    sgit tag -f ixgbe-fixes "$fixes_head" >/dev/null # the last fix, to edit them from
+    shopt -s nullglob
+    fixes=("$SERIES_DIR"/fixes/*.patch)
+    device=("$SERIES_DIR"/ixgbe/*.patch)
+    shopt -u nullglob
     sgit am --abort >/dev/null 2>&1 || true
+    # Links into this repository from before the series carried the
+    # device's files (or of a file since gone) would stand in the way.
+    while IFS= read -r -d '' l; do
+        if [[ "$(readlink "$l")" == "$REPO_ROOT"/* ]]; then
+            rm -f "$l"
+        fi
+    done < <(find "$SRC_DIR/hw" "$SRC_DIR/tests" "$SRC_DIR/docs" -type l -print0)
     # Tracked files back to HEAD (only those changed by hand), then the new
     # series; untracked files (our symlinks) stay, step 4 refreshes them.
     sgit reset -q --hard HEAD
     sgit checkout -q -B ixgbe-build "$new_head"
-    printf '%s\n%s\n' "$want_patches" "$(sgit rev-parse HEAD)" >"$PATCH_STAMP"
-    log "patch series applied: ${#patches[@]} patch(es)"
+    # (the device series' cover letter is no patch)
+    printf '%s\n%s\n%s\n%s\n' "$want_patches" "$(sgit rev-parse HEAD)" "${#fixes[@]}" "$((${#device[@]} - 1))" >"$PATCH_STAMP"
+    log "patch series applied: ${#fixes[@]} fix(es), $((${#device[@]} - 1)) device patch(es)"
+fi
+if [[ -f "$PATCH_STAMP" ]]; then
+    n_fixes="$(sed -n 3p "$PATCH_STAMP")"
+    n_device="$(sed -n 4p "$PATCH_STAMP")"
 fi
 
 # ------------------------------------------------------------- 4. links ---
@@ -274,13 +242,6 @@ link_one() {
     fi
     linked+=("$rel")
 }
-shopt -s nullglob
-for g in "${LINK_GLOBS[@]}"; do
-    for f in "$REPO_ROOT"/$g; do
-        link_one "$f" "${f#"$REPO_ROOT"/}"
-    done
-done
-shopt -u nullglob
 for m in "${LINK_MAP[@]}"; do
     link_one "$REPO_ROOT/${m%%:*}" "${m#*:}"
 done
@@ -409,14 +370,14 @@ QEMU_BIN="$QBUILD_DIR/qemu-system-x86_64"
 ixgbe_state="ixgbe device: absent"
 if "$QEMU_BIN" -nodefaults -machine none -device help 2>/dev/null | grep -q '"ixgbe"'; then
     ixgbe_state="ixgbe device: present"
-elif ((${#linked[@]})); then
-    warn "ixgbe sources are linked but qemu-system-x86_64 lists no 'ixgbe' device (is it hooked into hw/net/meson.build and Kconfig?)"
+elif ((n_device)); then
+    warn "the device series is applied but qemu-system-x86_64 lists no 'ixgbe' device (is it hooked into hw/net/meson.build and Kconfig?)"
 fi
 
 build_label=""
 [[ "$BUILD_NAME" == qemu-build ]] || build_label=" in $BUILD_NAME"
-summary="$(printf 'build-qemu: OK%s: QEMU %s (%s), %d patch(es), %d linked file(s), %d ninja step(s), %s, targets: %s, in %s' \
-    "$build_label" "$qemu_version" "$src_ident" "${#patches[@]}" "${#linked[@]}" "$steps" "$ixgbe_state" \
+summary="$(printf 'build-qemu: OK%s: QEMU %s (%s), %s fix(es) + %s device patch(es), %d ninja step(s), %s, targets: %s, in %s' \
+    "$build_label" "$qemu_version" "$src_ident" "${n_fixes:-0}" "${n_device:-0}" "$steps" "$ixgbe_state" \
     "${targets[*]}" "$(fmt_duration $(($(now_s) - t_start)))")"
 [[ -n "$STAMP_FILE" ]] && printf '%s\n' "$summary" >"$STAMP_FILE"
 printf '%s\n' "$summary"

@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # Run QEMU's scripts/checkpatch.pl (from $BUILD_DIR/qemu-src) over the
-# project's device sources and its patch series:
-#   * source files (checkpatch --no-tree -f): hw/net/ixgbe*.[ch],
-#     tests/qtest/ixgbe*.[ch], tests/unit/test-ixgbe*.c
-#   * patches (checkpatch --no-tree): qemu-patches/*.patch, which carry the
-#     device doc and trace events (docs/system/devices/ixgbe.rst,
-#     hw/net/trace-events-ixgbe) as QEMU's tree receives them
+# patches that would be sent, as the device's files are now: the QEMU
+# fixes (qemu-patches/fixes/) and the device series, made afresh from the
+# device's files by scripts/export-patches.sh --out (what
+# qemu-patches/ixgbe/ holds once exported; its cover letter has no diff and
+# is left out). The device series carries every file of hw/net/,
+# tests/qtest/ and tests/unit/, the device doc, the trace events and the
+# build glue, with the commit messages, so all of them are checked, the
+# way a maintainer's checkpatch run sees them. Before the first QEMU build
+# (no 'pristine' tree to make the series on) the device's files
+# (checkpatch -f) and the committed patches are checked instead.
 # Both errors and warnings fail (--strict). Exit status: 0 clean, 1 problems
 # found, 77 nothing to check (meson's "skipped").
 #
-# Usage: scripts/checkpatch.sh [FILE...]   (default: all of the above)
+# Usage: scripts/checkpatch.sh [FILE...]   (FILE: a source file or a patch;
+#                                           default: all of the above)
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -31,9 +36,20 @@ if (($#)); then
     done
 else
     shopt -s nullglob
-    files=(hw/net/ixgbe*.c hw/net/ixgbe*.h tests/qtest/ixgbe*.c tests/qtest/ixgbe*.h tests/unit/test-ixgbe*.c
-        qemu-patches/*.patch)
+    if git -C "$BUILD_DIR/qemu-src" rev-parse -q --verify refs/tags/pristine >/dev/null 2>&1; then
+        series="$(mktemp -d)"
+        trap 'rm -rf "$series"' EXIT
+        bash "$REPO_ROOT/scripts/export-patches.sh" --out "$series" 2>/dev/null ||
+            die "scripts/export-patches.sh could not make the series (run it for the reason)"
+        files=("$series"/fixes/*.patch "$series"/ixgbe/0*.patch)
+    else
+        files=(hw/net/ixgbe*.c hw/net/ixgbe*.h tests/qtest/ixgbe*.c tests/qtest/ixgbe*.h tests/unit/test-ixgbe*.c
+            qemu-patches/fixes/*.patch qemu-patches/ixgbe/0*.patch)
+    fi
     shopt -u nullglob
+    for i in "${!files[@]}"; do
+        [[ "${files[i]}" != */0000-cover-letter.patch ]] || unset 'files[i]'
+    done
 fi
 if ((${#files[@]} == 0)); then
     log "nothing to check (no ixgbe sources or patches yet)"
@@ -43,6 +59,8 @@ fi
 bad=()
 n_err=0 n_warn=0
 for f in "${files[@]}"; do
+    name="${f#"${series:-/nonexistent}"/}"
+    [[ "$name" == "$f" ]] || name="qemu-patches/$name"
     mode=(-f)
     [[ "$f" == *.patch || "$f" == *.diff ]] && mode=(--patch)
     out="$(perl "$CHECKPATCH" --no-tree --strict --color=never --summary-file "${mode[@]}" "$f" 2>&1)" && rc=0 || rc=$?
@@ -50,18 +68,18 @@ for f in "${files[@]}"; do
     e="$(sed -nE 's/.*total: ([0-9]+) errors.*/\1/p' <<<"$summary")"
     w="$(sed -nE 's/.*errors, ([0-9]+) warnings.*/\1/p' <<<"$summary")"
     if [[ -z "$summary" ]]; then
-        printf '%s\n' "$out"
-        bad+=("$f")
-        echo "checkpatch: $f: FAIL (checkpatch.pl exited $rc without a summary)"
+        printf '%s\n' "${out//"$f"/$name}"
+        bad+=("$name")
+        echo "checkpatch: $name: FAIL (checkpatch.pl exited $rc without a summary)"
         continue
     fi
     n_err=$((n_err + e)) n_warn=$((n_warn + w))
     if ((rc != 0 || e > 0 || w > 0)); then
-        printf '%s\n' "$out"
-        bad+=("$f")
-        echo "checkpatch: $f: FAIL ($e errors, $w warnings)"
+        printf '%s\n' "${out//"$f"/$name}"
+        bad+=("$name")
+        echo "checkpatch: $name: FAIL ($e errors, $w warnings)"
     else
-        echo "checkpatch: $f: ok"
+        echo "checkpatch: $name: ok"
     fi
 done
 

@@ -120,6 +120,7 @@ args=(--build-name qemu-fuzz
     --configure-arg --without-default-devices --configure-arg --with-devices-x86_64=ixgbe-sanitizer
     --target qemu-fuzz-x86_64)
 if ((no_build)); then
+    wait_for_qemu_build qemu-fuzz
     [[ -x "$FUZZER" ]] || die "$FUZZER is missing (run scripts/fuzz.sh --build-only)"
     summary_parts=("build reused")
 else

@@ -162,6 +162,45 @@ VENV_DIR="$BUILD_DIR/venv"
 VENV_PYTHON="$VENV_DIR/bin/python3"
 export VENV_DIR VENV_PYTHON
 
+# QEMU as scripts/build-qemu.sh and scripts/build-series.sh configure it.
+# The firmware path, searched by the binary before its own data directory:
+# the project's committed boot ROMs (pc-bios/efi-ixgbe-*.rom, the devices'
+# default romfile), then Debian's firmware directories (packages seabios,
+# qemu-system-data, ipxe-qemu).
+QEMU_FIRMWARE_DIRS=("$REPO_ROOT/pc-bios" /usr/share/qemu /usr/share/seabios /usr/lib/ipxe/qemu)
+
+# shellcheck disable=SC2034 # used by the scripts that source this file
+QEMU_CONFIGURE_ARGS=(
+    --target-list=x86_64-softmmu
+    --disable-docs
+    --disable-werror
+    --disable-download
+    --enable-slirp
+    --enable-numa
+    --disable-gtk
+    --disable-sdl
+    --disable-vnc
+    --disable-opengl
+    --disable-spice
+    --disable-xen
+    --disable-rust
+    --disable-install-blobs
+    # No firmware is built here: use the committed ixgbe ROMs and Debian's
+    # (seabios, qemu-system-data, ipxe-qemu), so the binary runs without -L
+    # (qtests need this too).
+    --firmwarepath="$(IFS=:; echo "${QEMU_FIRMWARE_DIRS[*]}")"
+    --with-pkgversion=qemu-ixgbe
+    --python="$VENV_PYTHON"
+)
+# Debug information: line tables only by default (file and line in
+# backtraces, sanitizer reports and profiles, no variables), which takes
+# about a tenth less compile time than full -g; QEMU_DEBUG_INFO=full for -g.
+case "${QEMU_DEBUG_INFO:-lines}" in
+lines) QEMU_CONFIGURE_ARGS+=(--disable-debug-info --extra-cflags=-g1) ;;
+full) QEMU_CONFIGURE_ARGS+=(--enable-debug-info) ;;
+*) die "QEMU_DEBUG_INFO must be lines or full, got '$QEMU_DEBUG_INFO'" ;;
+esac
+
 # The venv's python with the project's import roots on PYTHONPATH: the shared
 # test library (tests/lib: ixgbe_testlib), the in-guest tuner (guest:
 # nettune), the collection (playbooks/collections: ansible_collections.*).
@@ -184,16 +223,30 @@ PROJECT_PYTHON=(env "PYTHONPATH=$PROJECT_PYTHONPATH${PYTHONPATH:+:$PYTHONPATH}" 
 SANITIZER_BUILD_DIR="$BUILD_DIR/qemu-fuzz"
 export SANITIZER_BUILD_DIR
 
+# wait_for_qemu_build NAME: return once no scripts/build-qemu.sh is building
+# $BUILD_DIR/NAME (qemu-build or qemu-fuzz). The test command builds the
+# sanitizer QEMU in a test of its own, beside the first guest suites; a test
+# that uses that build waits here rather than start on a half-built tree.
+wait_for_qemu_build() {
+    local lock="$BUILD_DIR/.build-qemu-dir-$1.lock"
+    [[ "$1" == qemu-build ]] && lock="$BUILD_DIR/.build-qemu-dir.lock"
+    [[ -e "$lock" ]] || return 0
+    if ! flock -s -n "$lock" true; then
+        log "waiting for the build in $BUILD_DIR/$1 to finish"
+        flock -s "$lock" true
+    fi
+}
+
 # QEMU's own tests (unit tests, qtests) of QEMU code the patch series changes
 # (ninja targets of the QEMU build): scripts/build-qemu.sh builds them and
 # scripts/run-qtest.sh runs them with the ixgbe qtests.
 # shellcheck disable=SC2034 # used by the scripts that source this file
 QEMU_UNIT_TESTS=(
-    tests/unit/test-io-task # qemu-patches: io/task, results at default priority
+    tests/unit/test-io-task # qemu-patches/fixes: io/task, results at default priority
     tests/unit/test-ixgbe-iov # the model's iovec walk and CRC
-    tests/unit/test-net-checksum # qemu-patches: net/checksum, 32 bits at a time
-    tests/unit/test-net-tx-pkt # qemu-patches: net_tx_pkt, UDP segmentation
-    tests/qtest/pcie-sriov-test # qemu-patches: pcie_sriov, NumVFs on load
+    tests/unit/test-net-checksum # qemu-patches/fixes: net/checksum, 32 bits at a time
+    tests/unit/test-net-tx-pkt # qemu-patches/fixes: net_tx_pkt, UDP segmentation
+    tests/qtest/pcie-sriov-test # qemu-patches/fixes: pcie_sriov, NumVFs on load
 )
 
 # Export ASAN_OPTIONS and UBSAN_OPTIONS so that any sanitizer report ends

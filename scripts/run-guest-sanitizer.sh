@@ -27,6 +27,7 @@ if [[ "${1:-}" == --kernel ]]; then
 fi
 
 QEMU_BIN="$SANITIZER_BUILD_DIR/qemu-system-x86_64"
+wait_for_qemu_build qemu-fuzz
 [[ -x "$QEMU_BIN" ]] || die "$QEMU_BIN not built (scripts/fuzz.sh --build-only)"
 [[ -x "$VENV_PYTHON" ]] || die "$VENV_PYTHON missing; run scripts/deps.sh first"
 

@@ -27,6 +27,7 @@ SAN_LOG_DIR=""
 if [[ "$SANITIZER" == 1 ]]; then
     QBUILD_DIR="$SANITIZER_BUILD_DIR"
     QEMU_BIN="$QBUILD_DIR/qemu-system-x86_64"
+    wait_for_qemu_build qemu-fuzz
     [[ -x "$QEMU_BIN" ]] || die "$QEMU_BIN not built; run scripts/fuzz.sh --build-only"
     SAN_LOG_DIR="$(mktemp -d)"
     SANITIZER_DETECT_LEAKS="${SANITIZER_DETECT_LEAKS:-1}" sanitizer_env "$SAN_LOG_DIR"

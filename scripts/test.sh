@@ -4,7 +4,9 @@
 #   scripts/deps.sh                      install/verify dependencies
 #   meson setup build                    (or --reconfigure when already set up)
 #   meson compile -C build               patched QEMU + guest images
-#   meson test -C build --print-errorlogs [ARGS...]
+#   meson test -C build --print-errorlogs --num-processes CORES+1 [ARGS...]
+#                                        (the sanitizer QEMU is built by its
+#                                        first test, qemu-fuzz)
 #
 # Extra arguments go to 'meson test', e.g.  scripts/test.sh --suite guest
 # At the end: the time report (each build step's and each test's wall time
@@ -23,7 +25,22 @@ tlog() {
     log "$(date -u +%H:%M:%S) $*"
 }
 
+# The host's CPU ticks so far, busy and idle (/proc/stat's first line:
+# user nice system idle iowait irq softirq steal), to say how busy the
+# cores were in each phase: work left on the table when low.
+cpu_ticks() {
+    awk '/^cpu /{print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6; exit}' /proc/stat
+}
+# busy_pct "BUSY0 IDLE0" "BUSY1 IDLE1": the busy share between two readings
+busy_pct() {
+    local b0 i0 b1 i1
+    read -r b0 i0 <<<"$1"
+    read -r b1 i1 <<<"$2"
+    echo $((100 * (b1 - b0) / (b1 - b0 + i1 - i0 > 0 ? b1 - b0 + i1 - i0 : 1)))
+}
+
 t0=$(now_s)
+cpu0=$(cpu_ticks)
 tlog "scripts/deps.sh"
 bash "$REPO_ROOT/scripts/deps.sh"
 t_deps=$(now_s)
@@ -57,18 +74,27 @@ done
 tlog "meson compile -C $BUILD_DIR"
 "$MESON" compile -C "$BUILD_DIR" || die "meson compile -C $BUILD_DIR failed (see above)"
 t_built=$(now_s)
+cpu_built=$(cpu_ticks)
 
-tlog "meson test -C $BUILD_DIR --print-errorlogs $*"
+# One test more at once than there are cores: a TCG guest suite keeps under
+# a core busy (meson.build, "Scheduling"). MESON_TESTTHREADS overrides it,
+# and so does a --num-processes among the arguments.
+jobs="${MESON_TESTTHREADS:-$(($(nproc) + 1))}"
+tlog "meson test -C $BUILD_DIR --print-errorlogs --num-processes $jobs $*"
 rm -f "$BUILD_DIR/meson-logs/testlog.json"
 rc=0
-# Everything was just built: no second (always-stale) build step.
-"$MESON" test -C "$BUILD_DIR" --no-rebuild --print-errorlogs "$@" || rc=$?
+# Everything the tests need was just built (the sanitizer QEMU is built by
+# the test qemu-fuzz): no second (always-stale) build step.
+"$MESON" test -C "$BUILD_DIR" --no-rebuild --print-errorlogs --num-processes "$jobs" "$@" || rc=$?
 t_tested=$(now_s)
+cpu_tested=$(cpu_ticks)
 tlog "build $(fmt_duration $((t_built - t0))), tests $(fmt_duration $((t_tested - t_built))), meson test exit $rc"
+tlog "CPU busy ($(nproc) cores): build $(busy_pct "$cpu0" "$cpu_built")%," \
+    "tests $(busy_pct "$cpu_built" "$cpu_tested")%, all $(busy_pct "$cpu0" "$cpu_tested")%"
 
 # The time report; it only reports (load moves the figures), the review reads it.
 "${PROJECT_PYTHON[@]}" -m ixgbe_testlib.timereport --budgets "$REPO_ROOT/docs/ci-time.md" \
-    --ninja-log "$BUILD_DIR/.ninja_log" --testlog "$BUILD_DIR/meson-logs/testlog.json" \
+    --ninja-log "$BUILD_DIR/.ninja_log" --since "$t0" --testlog "$BUILD_DIR/meson-logs/testlog.json" \
     --step "deps=$((t_deps - t0))" --step "meson setup=$((t_setup - t_deps))" \
     --step "meson compile=$((t_built - t_setup))" --step "meson test=$((t_tested - t_built))" \
     --step "total=$((t_tested - t0))" --json "$BUILD_DIR/meson-logs/times.json" ||

@@ -1,23 +1,28 @@
-"""Guest-free benchmark of the NIC device models: ixgbe against QEMU's igb
-and e1000e, driven through their rings over the qtest protocol.
+"""Guest-free benchmark of the NIC device models: ixgbe against QEMU's igb,
+e1000e and virtio-net-pci, driven through their rings over the qtest
+protocol.
 
 No guest runs. Each model gets its own QEMU (`-accel qtest`, q35, the same
 binary), and this program plays the Linux driver through the qtest socket:
 it enumerates the PCI function, sets up MSI-X (messages land in a mailbox
 in guest RAM, one word per vector), one TX and one RX ring the way the
-model's driver does (devbenchlib.setup_ops), and moves frames through a
+model's driver does (devdrivers: descriptor rings with head and tail
+registers for the Intel models, programmed by devbenchlib.setup_ops;
+split virtqueues for virtio-net), and moves frames through a
 `-netdev dgram` backend whose other end is a datagram socket held here. It
 works in ticks of one burst and burst / rate of virtual time (only qtest
 moves QEMU's virtual clock, so the moderation timers see that rate):
 
-  TX tick  post a burst of descriptors and write the tail (when the ring
-           has room), advance the clock, read the mailbox
+  TX tick  post a burst of descriptors and write the tail (virtio: the
+           avail ring, and notify if avail_event asks for it) when the
+           ring has room, advance the clock, read the mailbox
   RX tick  send a burst of frames into the socket and wait until QEMU has
            read them (when the ring has room), advance the clock, read the
            mailbox
   poll     when a queue's vector signalled: read the outstanding
-           descriptors, clean those done, give RX buffers back (tail
-           write), re-enable the vector, as an interrupt handler and its
+           descriptors (virtio: the used ring), clean those done, give RX
+           buffers back (tail write; virtio: the avail ring), re-enable the
+           vector (virtio: used_event), as an interrupt handler and its
            NAPI poll would
 
 Each tick's commands go to QEMU in one write, so it runs them back to back.
@@ -69,13 +74,14 @@ from typing import Any
 
 from benchargs import check_ranges, choose_models
 from benchlib import BenchError, Summary, host_facts, sha256_file
+from devdrivers import DescRings, Driver, VirtioNet
 from devbenchlib import (
     DESC,
     DEVICE_MAC,
     MAILBOX_VECTORS,
     METRICS,
     MODEL_NAMES,
-    MODELS,
+    ALL_MODELS,
     SUBJECT,
     Cell,
     Expect,
@@ -84,6 +90,7 @@ from devbenchlib import (
     Profile,
     Relocation,
     RingLayout,
+    VirtioNetModel,
     SetBits,
     Step,
     Window,
@@ -135,6 +142,7 @@ MAILBOX, SCRATCH_MAILBOX = 0x0F00000, 0x0F01000  # MSI-X messages land here
 STALL_TICKS = 2000  # ticks without progress before a window gives up
 MMIO_BASE = 0xE0000000  # BARs are placed from here, as libqos does on q35
 WAIT_S = 10.0  # for the device to act, wall time
+VIRTIO_MAX_RING = 256  # QEMU's virtio-net transmit queue size limit (tx_queue_size) without vhost-user
 
 
 def build_dir() -> Path:
@@ -273,8 +281,8 @@ def cpu_clock_ns(pid: int) -> int:
 @dataclasses.dataclass
 class PciDev:
     dev: int
-    bar0: int
-    bar0_size: int
+    regs: int  # the BAR of the driver's registers (Intel: BAR 0; virtio: the modern BAR)
+    regs_size: int
     bars: dict[int, int]  # index -> address
     msix: MsixCap
 
@@ -400,15 +408,17 @@ MAX_DEVICES = 5
 
 
 class Bed:
-    """The driver's state (rings, next descriptors) for one NIC model in a
-    QEMU (-accel qtest) with its backend socket. Without `shared` it starts
-    its own QEMU with just that NIC; with shared=(proc, i) it drives device
-    i of that QEMU, whose rings, buffers, mailbox and BARs are moved up by i
-    strides so that devices do not overlap."""
+    """One NIC model in a QEMU (-accel qtest) with its backend socket: the
+    PCI function, MSI-X and the mailbox, the tick loop and its replay; the
+    rings are the driver's (devdrivers: DescRings for the Intel models,
+    VirtioNet for virtio-net-pci). Without `shared` it starts its own QEMU
+    with just that NIC; with shared=(proc, i) it drives device i of that
+    QEMU, whose rings, buffers, mailbox and BARs are moved up by i strides
+    so that devices do not overlap."""
 
     def __init__(
         self,
-        model: NicModel,
+        model: NicModel | VirtioNetModel,
         qemu: Path,
         log_dir: Path,
         ndesc: int,
@@ -418,31 +428,28 @@ class Bed:
         shared: tuple[QemuProc, int] | None = None,
     ) -> None:
         self.model = model
-        self.ixgbe_rx_wthresh = ixgbe_rx_wthresh
         self.log_dir = log_dir
         self.ndesc = ndesc
-        self.itr_us = itr_us
         index = shared[1] if shared else 0
         if not 0 <= index < MAX_DEVICES:
             raise BenchError(f"device index {index} outside 0..{MAX_DEVICES - 1}")
         off = index * DEVICE_STRIDE
         self.slot = PCI_SLOT + SLOT_STRIDE * index
         self.mmio_base = MMIO_BASE + index * MMIO_STRIDE
-        self.tx_ring, self.rx_ring = TX_RING + off, RX_RING + off
         self.mailbox = MAILBOX + off
-        self.scratch = (SCRATCH_MMIO + off, SCRATCH_TX_RING + off, SCRATCH_RX_RING + off, SCRATCH_MAILBOX + off)
-        self.lay = RingLayout(self.tx_ring, self.rx_ring, TX_BUFS + off, RX_BUFS + off, ndesc)
+        self.scratch_regs, self.scratch_rings, self.scratch_mailbox = (
+            SCRATCH_MMIO + off, SCRATCH_TX_RING + off, SCRATCH_MAILBOX + off)  # fmt: skip
+        self.drv: Driver
+        if isinstance(model, VirtioNetModel):
+            self.drv = VirtioNet(model, TX_RING + off, RX_RING + off, TX_BUFS + off, RX_BUFS + off, ndesc)
+        else:
+            lay = RingLayout(TX_RING + off, RX_RING + off, TX_BUFS + off, RX_BUFS + off, ndesc)
+            self.drv = DescRings(model, lay, itr_us, ixgbe_rx_wthresh)
+        self.regs = self.regs_size = 0  # the BAR of the driver's registers
         self.mmio_reads = self.mmio_writes = 0
-        self.tx_next = 0  # next TX descriptor to fill
-        self.tx_clean = 0  # next TX descriptor to clean
-        self.tx_pending = 0  # posted, not yet cleaned
-        self.rx_next = 0  # next RX descriptor the device completes
-        self.rx_tail = ndesc - 1
-        self.rx_pending = 0  # frames sent into the backend, not yet cleaned
         self.host_frames = 0  # transmitted frames the backend delivered
         self.posted = 0  # frames posted (TX) or sent into the backend (RX) in this window
         self.tx_size = 0
-        self._desc_cache: dict[tuple[str, int, int, int], list[str]] = {}
         self.frames: dict[int, bytes] = {}
         self.owns_proc = shared is None
         self.qproc = shared[0] if shared else QemuProc([model.device], qemu, log_dir, model.name, valgrind)
@@ -454,14 +461,18 @@ class Bed:
         self.timerslack = self.qproc.timerslack
         self.host = self.qproc.hosts[index]
 
-    # ---- registers: the driver's accesses, counted
-    def rd(self, reg: int) -> int:
+    # ---- registers: the driver's accesses, counted (the Port of devdrivers)
+    def rd(self, reg: int, size: int = 4) -> int:
         self.mmio_reads += 1
-        return self.qt.readl(self.pci.bar0 + reg)
+        return int(self.qt.cmd(cmd_readl(self.regs + reg, size)), 16)
 
-    def wr(self, reg: int, value: int) -> None:
+    def wr(self, reg: int, value: int, size: int = 4) -> None:
+        self.qt.cmd(self.wr_cmd(reg, value, size))
+
+    def wr_cmd(self, reg: int, value: int, size: int = 4) -> str:
+        """A register write that goes into a batch (counted as the driver's)."""
         self.mmio_writes += 1
-        self.qt.writel(self.pci.bar0 + reg, value)
+        return cmd_writel(self.regs + reg, value, size)
 
     # ---- PCI: BARs, bus master, MSI-X
     def pci_setup(self) -> None:
@@ -470,8 +481,8 @@ class Bed:
         if ids == 0xFFFFFFFF:
             raise BenchError(f"{self.model.name}: no PCI function at 00:{dev:02x}.0")
         bars: dict[int, int] = {}
+        sizes: dict[int, int] = {}
         addr = self.mmio_base
-        bar0_size = 0
         i = 0
         while i < 6:
             reg = 0x10 + 4 * i
@@ -492,12 +503,12 @@ class Bed:
             if info.is_64:
                 qt.cfg_write32(dev, reg + 4, addr >> 32)
             bars[i] = addr
-            if i == 0:
-                bar0_size = info.size
+            sizes[i] = info.size
             addr += info.size
             i += 2 if info.is_64 else 1
-        if 0 not in bars:
-            raise BenchError(f"{self.model.name}: BAR 0 is not a memory BAR")
+        if isinstance(self.drv, VirtioNet):
+            self.drv.read_caps(self)
+        self.regs, self.regs_size = self.drv.register_bar(bars, sizes)
         qt.cfg_write16(dev, 0x04, 0x0006 | 0x0400)  # memory, bus master, INTx off
         # MSI-X capability
         cap = qt.cfg_read32(dev, 0x34) & 0xFC
@@ -510,7 +521,7 @@ class Bed:
             cap = (d0 >> 8) & 0xFC
         if msix is None or msix.table_bar not in bars:
             raise BenchError(f"{self.model.name}: no usable MSI-X capability")
-        self.pci = PciDev(dev, bars[0], bar0_size, bars, msix)
+        self.pci = PciDev(dev, self.regs, self.regs_size, bars, msix)
         # enable with the function masked, program the vectors, unmask
         ctrl = (qt.cfg_read32(dev, msix.offset) >> 16) | 0x8000 | 0x4000
         qt.cfg_write16(dev, msix.offset + 2, ctrl)
@@ -524,39 +535,17 @@ class Bed:
             qt.writel(e + 12, 0)
         qt.cfg_write16(dev, msix.offset + 2, ctrl & ~0x4000)
 
-    def device_setup(self) -> list[dict[str, Any]]:
-        """Run the model's register program; return it (for the report)."""
-        done = []
-        for op in setup_ops(self.model.name, self.lay, self.itr_us, self.ixgbe_rx_wthresh):
-            if isinstance(op, Write):
-                self.wr(op.reg, op.value)
-            elif isinstance(op, SetBits):
-                self.wr(op.reg, self.rd(op.reg) | op.bits)
-            elif isinstance(op, Step):
-                self.qt.step(op.ns)
-            elif isinstance(op, Expect):
-                got = self.rd(op.reg)
-                if got & op.mask != op.want:
-                    raise BenchError(
-                        f"{self.model.name}: {op.note}: register 0x{op.reg:05x} reads 0x{got:08x}, "
-                        f"want 0x{op.want:x} under mask 0x{op.mask:x}"
-                    )
-            done.append({"op": type(op).__name__.lower(), **dataclasses.asdict(op)})
-        return done
-
     def setup(self) -> list[dict[str, Any]]:
+        """PCI and MSI-X, then the driver's device setup; returns what the
+        driver did (for the report)."""
         self.pci_setup()
-        # RX descriptors before the ring is enabled: write them first
-        descs = b"".join(self.model.rx_desc(self.lay.rx_buf(i)) for i in range(self.ndesc))
-        self.qt.memwrite(self.rx_ring, descs)
-        return self.device_setup()
+        return self.drv.setup(self)
 
     def relocations(self) -> list[Relocation]:
         return [
-            Relocation(self.pci.bar0, self.pci.bar0_size, self.scratch[0]),
-            Relocation(self.tx_ring, self.ndesc * DESC, self.scratch[1]),
-            Relocation(self.rx_ring, self.ndesc * DESC, self.scratch[2]),
-            Relocation(self.mailbox, 4 * MAILBOX_VECTORS, self.scratch[3]),
+            Relocation(self.regs, self.regs_size, self.scratch_regs),
+            *self.drv.relocations(self.scratch_rings),
+            Relocation(self.mailbox, 4 * MAILBOX_VECTORS, self.scratch_mailbox),
         ]
 
     # ---- frames
@@ -567,40 +556,8 @@ class Bed:
 
     def prepare_tx(self, size: int) -> None:
         """Put the frame into every TX buffer (outside measured windows)."""
-        if self.tx_size == size:
-            return
-        f = self.frame(size)
-        for i in range(self.ndesc):
-            self.qt.memwrite(self.lay.tx_buf(i), f)
+        self.drv.prepare_tx(self.frame(size))
         self.tx_size = size
-
-    def _descs(self, kind: str, start: int, count: int) -> list[str]:
-        """The write command(s) that fill count descriptors from start
-        (two when the range wraps around the end of the ring)."""
-        key = (kind, start, count, self.tx_size if kind == "tx" else 0)
-        lines = self._desc_cache.get(key)
-        if lines is None:
-            lines = []
-            for s0, n in self._spans(start, count):
-                if kind == "tx":
-                    data = b"".join(self.model.tx_desc(self.lay.tx_buf(s0 + i), self.tx_size) for i in range(n))
-                    lines.append(cmd_memwrite(self.tx_ring + s0 * DESC, data))
-                else:
-                    data = b"".join(self.model.rx_desc(self.lay.rx_buf(s0 + i)) for i in range(n))
-                    lines.append(cmd_memwrite(self.rx_ring + s0 * DESC, data))
-            self._desc_cache[key] = lines
-        return lines
-
-    def _spans(self, start: int, count: int) -> list[tuple[int, int]]:
-        first = min(count, self.ndesc - start)
-        return [(start, first)] + ([(0, count - first)] if count > first else [])
-
-    def _read_cmds(self, ring: int, start: int, count: int) -> list[str]:
-        return [cmd_memread(ring + s0 * DESC, n * DESC) for s0, n in self._spans(start, count)]
-
-    @staticmethod
-    def _join_reads(replies: Sequence[str], lines: Sequence[str]) -> bytes:
-        return b"".join(parse_memread(r, int(ln.split()[2])) for r, ln in zip(replies, lines))
 
     def _mailbox_cmds(self) -> list[str]:
         return [cmd_memread(self.mailbox, 4 * MAILBOX_VECTORS)]
@@ -629,19 +586,6 @@ class Bed:
                 raise BenchError(f"{self.model.name}: backend got a {len(got)}-byte frame, sent {self.tx_size}")
             self.host_frames += 1
 
-    def _wr_cmd(self, reg: int, value: int) -> str:
-        """A register write that goes into a batch (counted as the driver's)."""
-        self.mmio_writes += 1
-        return cmd_writel(self.pci.bar0 + reg, value)
-
-    # ---- TX: the xmit path posts, the NAPI poll (after an interrupt) cleans
-    def tx_post_cmds(self, burst: int) -> list[str]:
-        lines = list(self._descs("tx", self.tx_next, burst))
-        self.tx_next = (self.tx_next + burst) % self.ndesc
-        self.tx_pending += burst
-        self.posted += burst
-        return [*lines, self._wr_cmd(self.model.tdt, self.tx_next)]
-
     # ---- RX: frames arrive from the wire
     def rx_inject(self, burst: int, size: int) -> None:
         frame = self.frame(size)
@@ -653,7 +597,7 @@ class Bed:
                 except BlockingIOError:
                     if not select.select([], [self.host], [], WAIT_S)[1]:
                         raise BenchError(f"{self.model.name}: the backend socket stays full") from None
-        self.rx_pending += burst
+        self.drv.rx_pending += burst
         self.posted += burst
         end = time.monotonic() + WAIT_S
         outq = bytearray(4)
@@ -665,65 +609,16 @@ class Bed:
                 raise BenchError(f"{self.model.name}: QEMU stopped reading the backend socket")
             time.sleep(0.00002)
 
-    def napi(self, fired: set[int], size: int) -> tuple[int, int, int]:
-        """What the interrupt handlers and NAPI polls do for the vectors
-        that fired: clean the queues on each vector (TX, then RX, on a
-        shared vector as ixgbe's and igb's TxRx vectors do), give received
-        buffers back (tail write), then re-enable the vector.
-        Returns (polls, TX cleaned, RX cleaned)."""
-        m = self.model
-        vecs = sorted(fired & {m.tx_vector, m.rx_vector})
-        if not vecs:
-            return 0, 0, 0
-        # one batch: acknowledge the mailbox, read every outstanding descriptor
-        tx_reads = (
-            self._read_cmds(self.tx_ring, self.tx_clean, self.tx_pending)
-            if m.tx_vector in vecs and self.tx_pending
-            else []
-        )
-        rx_reads = (
-            self._read_cmds(self.rx_ring, self.rx_next, self.rx_pending)
-            if m.rx_vector in vecs and self.rx_pending
-            else []
-        )
-        replies = self.qt.batch([cmd_memwrite(self.mailbox, bytes(4 * MAILBOX_VECTORS)), *tx_reads, *rx_reads])
-        tx_k = rx_k = 0
-        if tx_reads:
-            wb = self._join_reads(replies[1 : 1 + len(tx_reads)], tx_reads)
-            while tx_k < self.tx_pending and tx_done(wb[tx_k * DESC : (tx_k + 1) * DESC]):
-                tx_k += 1
-            self.tx_clean = (self.tx_clean + tx_k) % self.ndesc
-            self.tx_pending -= tx_k
-        if rx_reads:
-            wb = self._join_reads(replies[1 + len(tx_reads) :], rx_reads)
-            while rx_k < self.rx_pending:
-                dd, length = rx_done(wb[rx_k * DESC : (rx_k + 1) * DESC])
-                if not dd:
-                    break
-                if length != size:
-                    raise BenchError(f"{self.model.name}: received a {length}-byte frame, sent {size}")
-                rx_k += 1
-        # second batch: refill and tail (RX), re-enable each vector
-        lines: list[str] = []
-        if rx_k:
-            lines += self._descs("rx", self.rx_next, rx_k)
-            self.rx_next = (self.rx_next + rx_k) % self.ndesc
-            self.rx_tail = (self.rx_tail + rx_k) % self.ndesc
-            self.rx_pending -= rx_k
-            lines.append(self._wr_cmd(m.rdt, self.rx_tail))
-        for v in vecs:
-            lines.append(self._wr_cmd(*(m.tx_irq_enable if v == m.tx_vector else m.rx_irq_enable)))
-        self.qt.batch(lines)
-        return len(vecs), tx_k, rx_k
-
     def run(self, cell: Cell, packets: int, burst: int, rate_pps: int,
             record: bool = False) -> tuple[Window, list[list[str]]]:  # fmt: skip
         """One window of `packets` frames, in ticks of `burst` frames and
         burst / rate of virtual time: post (TX) or receive (RX) a burst when
-        the ring has room, advance the clock, and run a NAPI poll when a
-        vector has signalled. Ends when every frame is cleaned. The commands
-        of a tick go in one batch, those of a poll in two."""
+        the ring has room, advance the clock, and run the driver's poll
+        when a vector has signalled (or its poll was rescheduled). Ends
+        when every frame is cleaned. The commands of a tick go in one batch
+        (a virtio TX tick: two, the kick decision reads avail_event)."""
         tx = cell.direction == "tx"
+        drv = self.drv
         if tx:
             self.prepare_tx(cell.size)
             self.host_frames = 0
@@ -734,11 +629,12 @@ class Bed:
         self.posted = done = polls = idle = stall = 0
         t0, c0 = time.monotonic_ns(), cpu_clock_ns(self.pid)
         while done < packets:
-            pending = self.tx_pending if tx else self.rx_pending
+            pending = drv.tx_pending if tx else drv.rx_pending
             lines: list[str] = []
-            if self.posted < packets and self.ndesc - 1 - pending >= burst:
+            if self.posted < packets and drv.capacity - pending >= burst:
                 if tx:
-                    lines = self.tx_post_cmds(burst)
+                    lines = drv.tx_post(burst)
+                    self.posted += burst
                 else:
                     self.rx_inject(burst, cell.size)
                 stall = 0
@@ -752,8 +648,9 @@ class Bed:
                     )
             lines += [cmd_clock_step(step_ns), *self._mailbox_cmds()]
             fired = self._fired(self.qt.batch(lines)[-1])
-            if fired:
-                p, tx_k, rx_k = self.napi(fired, cell.size)
+            if fired or drv.resched:
+                ack = cmd_memwrite(self.mailbox, bytes(4 * MAILBOX_VECTORS))
+                p, tx_k, rx_k = drv.poll(fired, cell.size, [ack])
                 polls += p
                 done += tx_k if tx else rx_k
             if tx and self.posted - self.host_frames >= 1024:
@@ -923,7 +820,7 @@ def measure_callgrind(
             f"--log-file={cg_dir / 'valgrind.log'}",
         ]  # fmt: skip
         t0 = time.monotonic()
-        bed = Bed(MODELS[name], qemu, log_dir / f"{name}-callgrind", st.ndesc, st.itr_us, valgrind=vg,
+        bed = Bed(ALL_MODELS[name], qemu, log_dir / f"{name}-callgrind", st.ndesc, st.itr_us, valgrind=vg,
                   ixgbe_rx_wthresh=st.ixgbe_rx_wthresh)  # fmt: skip
         marks = 0
         windows: list[tuple[Cell, int, int, int, int]] = []  # cell, rep, real dump, null dump, packets
@@ -1048,7 +945,7 @@ def snapshot_qemu(src: Path, out_dir: Path) -> Path:
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="devbench",
-        description="Guest-free benchmark of the NIC device models (ixgbe vs igb, e1000e) over qtest.",
+        description="Guest-free benchmark of the NIC device models (ixgbe vs igb, e1000e, virtio-net) over qtest.",
     )
     p.add_argument("--quick", action="store_true", help="fewer and shorter windows (about a minute)")
     p.add_argument("--reps", type=int, help="timed windows per model and cell (default 7, quick 3)")
@@ -1071,7 +968,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     )
     p.add_argument("--sizes", default="60,1514", help="frame sizes without FCS (default 60,1514: 64 B and 1514 B)")
     p.add_argument("--directions", default="tx,rx", help="tx, rx or both (default)")
-    p.add_argument("--models", default=",".join(MODEL_NAMES), help="subset of ixgbe,igb,e1000e (ixgbe always in)")
+    p.add_argument("--models", default=",".join(MODEL_NAMES),
+                   help="subset of ixgbe,igb,e1000e,virtio-net (ixgbe always in)")  # fmt: skip
     p.add_argument(
         "--instructions",
         default="auto",
@@ -1119,6 +1017,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         p.error(f"--directions must be tx and/or rx, got {a.directions!r}")
     a.cells = [Cell(d, s) for d in dict.fromkeys(dirs) for s in dict.fromkeys(sizes)]
     a.models = choose_models(p, a.models, MODEL_NAMES, SUBJECT)
+    if "virtio-net" in a.models and (a.ring & (a.ring - 1) or a.ring > VIRTIO_MAX_RING):
+        p.error(f"--ring must be a power of 2 up to {VIRTIO_MAX_RING} with virtio-net (a split virtqueue; "
+                f"QEMU's transmit queue holds at most {VIRTIO_MAX_RING}), got {a.ring}")
     return a
 
 
@@ -1176,13 +1077,13 @@ def main(argv: Sequence[str]) -> int:
     failure = ""
     try:
         for name in st.models:
-            bed = Bed(MODELS[name], qemu, log_dir / name, st.ndesc, st.itr_us,
+            bed = Bed(ALL_MODELS[name], qemu, log_dir / name, st.ndesc, st.itr_us,
                       ixgbe_rx_wthresh=st.ixgbe_rx_wthresh)  # fmt: skip
             beds[name] = bed
             if not bed.timerslack:
                 log.warning("%s: cannot set QEMU's timer slack (needs root): idle main-loop wake-ups "
                             "will inflate its CPU time", name)  # fmt: skip
-            setups[name] = {"registers": bed.setup(), "bar0": f"0x{bed.pci.bar0:x}",
+            setups[name] = {"registers": bed.setup(), "register_bar": f"0x{bed.pci.regs:x}",
                             "msix": dataclasses.asdict(bed.pci.msix), "timerslack": bed.timerslack}  # fmt: skip
         measure_timed(beds, st, samples)
     except (BenchError, OSError) as exc:
@@ -1230,7 +1131,7 @@ def main(argv: Sequence[str]) -> int:
         "settings": {**dataclasses.asdict(st), "cells": [c.key for c in st.cells]},
         "qemu": {"version": version.splitlines()[0], "sha256": sha256_file(qemu)},
         "host": hf,
-        "models": {n: {**dataclasses.asdict(MODELS[n]), "setup": setups.get(n)} for n in st.models},
+        "models": {n: {**dataclasses.asdict(ALL_MODELS[n]), "setup": setups.get(n)} for n in st.models},
         "samples": samples,
         "callgrind": callgrind,
         "summary": {k: {c: {m: s.as_dict() for m, s in per.items()} for c, per in cells.items()}
@@ -1245,7 +1146,7 @@ def main(argv: Sequence[str]) -> int:
     shutil.copyfile(out_dir / f"{name}.json", out_dir / "latest.json")
     shutil.copyfile(out_dir / f"{name}.txt", out_dir / "latest.txt")
     if not a.no_plot and samples:
-        title = f"ixgbe vs igb vs e1000e device models, {started:%Y-%m-%d %H:%M} UTC, {mode}, {hf['cpus']} host CPUs"
+        title = f"{' vs '.join(st.models)} device models, {started:%Y-%m-%d %H:%M} UTC, {mode}, {hf['cpus']} host CPUs"
         if plot(out_dir / f"{name}.png", summ, st.models, st.cells, title):
             shutil.copyfile(out_dir / f"{name}.png", out_dir / "latest.png")
     log.info("results: %s.{json,txt,png} (also latest.*)", os.path.relpath(out_dir / name))

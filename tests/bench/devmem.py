@@ -7,8 +7,8 @@ devices of one model in one QEMU, N = 0, 1, 2, 4, and several starts of each
 configuration. ixgbe, igb and e1000e are programmed as their Linux drivers
 program them (devbench's Bed, one queue pair, MSI-X) and each moves frames
 both ways (64 and 1514 bytes, every descriptor and buffer of both rings
-used); virtio-net-pci is realized but not driven (there is no virtio driver
-here). Then, per QEMU:
+used); virtio-net-pci is realized but not driven (this mode does not use
+devdrivers.VirtioNet). Then, per QEMU:
 
   - /proc/PID/smaps_rollup: Anonymous, Private_Dirty, Rss and Pss, with
     guest RAM left out: it is a memfd backend (`memory-backend-memfd`), so

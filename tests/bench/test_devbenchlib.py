@@ -578,7 +578,7 @@ def test_parse_args_ixgbe_rx_wthresh() -> None:
 def test_parse_args_defaults_and_quick() -> None:
     a = parse_args([])
     assert (a.reps, a.packets, a.cg_packets, a.cg_reps, a.burst, a.ring) == (7, 16384, 2048, 2, 32, 256)
-    assert a.models == ["ixgbe", "igb", "e1000e"]
+    assert a.models == ["ixgbe", "igb", "e1000e", "virtio-net"]
     assert [c.key for c in a.cells] == ["tx-60", "tx-1514", "rx-60", "rx-1514"]
     q = parse_args(["--quick"])
     assert (q.reps, q.packets, q.cg_packets, q.cg_reps) == (3, 4096, 512, 1)
@@ -595,6 +595,8 @@ def test_parse_args_defaults_and_quick() -> None:
         ["--directions", "up"],
         ["--burst", "48"],  # does not divide the ring
         ["--ring", "100"],
+        ["--ring", "96"],  # not a power of 2: no split virtqueue (virtio-net is in by default)
+        ["--ring", "512", "--models", "virtio-net"],  # QEMU's virtio-net TX queue holds 256
         ["--packets", "100"],
         ["--packets", "4096", "--chunk", "1536"],
         ["--reps", "0"],
@@ -604,6 +606,11 @@ def test_parse_args_defaults_and_quick() -> None:
 def test_parse_args_rejects(argv: list[str]) -> None:
     with pytest.raises(SystemExit):
         parse_args(argv)
+
+
+def test_parse_args_ring_without_virtio() -> None:
+    assert parse_args(["--ring", "512", "--models", "igb,e1000e"]).ring == 512
+    assert parse_args(["--ring", "96", "--burst", "32", "--models", "igb"]).ring == 96
 
 
 @pytest.fixture

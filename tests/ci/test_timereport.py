@@ -66,6 +66,24 @@ def test_ninja_log_stamps_last_entry_wins() -> None:
     assert ninja_steps(log) == {"build:qemu-build": 250.5, "build:guest-6.12": 60.0}
 
 
+def test_ninja_log_since_leaves_out_what_this_run_did_not_build() -> None:
+    """An output whose last entry was written before the run started (by an
+    earlier run) gets no row, even when an older entry of another output is
+    newer; mtimes are ns since the epoch."""
+    log = "\n".join(
+        [
+            "# ninja log v5",
+            "0\t1000\t2000000000000000000\tqemu-fuzz.stamp\tabc",
+            "0\t250500\t1000000000000000000\tqemu-fuzz.stamp\tabc",
+            "0\t60000\t1500000000000000000\tguest-6.12.stamp\t123",
+            "0\t90000\t1500000000000000000\tqemu-build.stamp\t456",
+        ]
+    )
+    assert ninja_steps(log, since=1_200_000_000) == {"build:guest-6.12": 60.0, "build:qemu-build": 90.0}
+    assert ninja_steps(log, since=1_600_000_000) == {}
+    assert ninja_steps(log) == {"build:qemu-fuzz": 250.5, "build:guest-6.12": 60.0, "build:qemu-build": 90.0}
+
+
 def test_meson_testlog() -> None:
     lines = [
         json.dumps({"name": "guest-6.1", "duration": 301.5, "result": "OK"}),

@@ -595,7 +595,8 @@ static void test_migration_module(void)
  * The guest powers the slot of an SFP+ port off in the middle of an I2C
  * read, then the VM migrates: the cage's I2C bus went with the port and
  * left nothing in the stream that a destination without it would not
- * know ("i2c_bus" state of a freed bus, qemu-patches/0009).
+ * know ("i2c_bus" state of a freed bus, the fix "hw/i2c: unregister an I2C
+ * bus's migration state when the bus is freed").
  */
 static void test_migration_after_unplug(void)
 {

@@ -104,4 +104,3 @@ void pf_vt_mode(SriovTest *s, uint32_t mode)
     wr(&s->t, IXGBE_CTRL_EXT, rd(&s->t, IXGBE_CTRL_EXT) |
        IXGBE_CTRL_EXT_PFRSTD);
 }
-

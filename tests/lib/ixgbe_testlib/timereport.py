@@ -7,7 +7,10 @@ Sources:
   meson setup, meson compile, meson test, total);
 - the build's custom targets from ninja's log (`$BUILD_DIR/.ninja_log`):
   every `<name>.stamp` output is the step `build:<name>` (the targets are
-  always stale, so the log's last entry per output is this run's);
+  always stale, so the log's last entry per output is this run's; with
+  `--since EPOCH`, only outputs written from then on: a target this run did
+  not build, such as the sanitizer QEMU that scripts/test.sh builds in a
+  test, has no row rather than an old one);
 - each test's duration from meson's `meson-logs/testlog.json`.
 
 Budgets: the rows of the tables in docs/ci-time.md whose first cell is a
@@ -58,10 +61,12 @@ def read_budgets(text: str) -> dict[str, int]:
     return out
 
 
-def ninja_steps(text: str) -> dict[str, float]:
+def ninja_steps(text: str, since: float | None = None) -> dict[str, float]:
     """build:<name> -> seconds for every <name>.stamp output in a ninja log
-    (v5 and later: start ms, end ms, mtime, output, hash; tab separated);
-    the last entry of an output wins."""
+    (v5 and later: start ms, end ms, the output's mtime in ns since the
+    epoch, output, hash; tab separated); the last entry of an output wins.
+    With `since` (seconds since the epoch), outputs whose last entry is
+    older are left out."""
     out: dict[str, float] = {}
     for line in text.splitlines():
         if line.startswith("#"):
@@ -69,8 +74,10 @@ def ninja_steps(text: str) -> dict[str, float]:
         fields = line.split("\t")
         if len(fields) < 4 or not fields[3].endswith(".stamp"):
             continue
-        name = Path(fields[3]).name.removesuffix(".stamp")
-        out[f"build:{name}"] = (int(fields[1]) - int(fields[0])) / 1000
+        name = f"build:{Path(fields[3]).name.removesuffix('.stamp')}"
+        out.pop(name, None)
+        if since is None or int(fields[2]) >= since * 1e9:
+            out[name] = (int(fields[1]) - int(fields[0])) / 1000
     return out
 
 
@@ -157,6 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--budgets", type=Path, required=True)
     ap.add_argument("--ninja-log", type=Path)
+    ap.add_argument("--since", type=float, help="only build steps whose output is this new (seconds since the epoch)")
     ap.add_argument("--testlog", type=Path)
     ap.add_argument("--step", type=_step, action="append", default=[])
     ap.add_argument("--json", type=Path, help="also write the rows here")
@@ -164,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     budgets = read_budgets(a.budgets.read_text(encoding="utf-8"))
     steps = dict(a.step)
     if a.ninja_log and a.ninja_log.is_file():
-        steps.update(ninja_steps(a.ninja_log.read_text(encoding="utf-8")))
+        steps.update(ninja_steps(a.ninja_log.read_text(encoding="utf-8"), a.since))
     tests: list[SuiteTime] = []
     if a.testlog and a.testlog.is_file():
         tests = read_test_times(a.testlog.read_text(encoding="utf-8").splitlines())
