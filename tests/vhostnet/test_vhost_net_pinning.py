@@ -214,7 +214,8 @@ def ansible(s: Setup, *extra: str) -> dict[str, Any]:
 def task_result(run: dict[str, Any], name: str) -> dict[str, Any]:
     for play in run.get("plays", []):
         for task in play.get("tasks", []):
-            if task["task"]["name"] == name:
+            full = task["task"]["name"]  # a role's task: "<role> : <name>"
+            if full == name or full.endswith(" : " + name):
                 return dict(task["hosts"]["guest"])
     raise AssertionError(f"no task {name!r} in the run")
 
