@@ -64,14 +64,19 @@ class RootfsImage:
         return GuestImage(f"rootfs-{self.suite}", self.vmlinuz, self.initrd, self.release)
 
 
-def rootfs_image(suite: str = "bookworm") -> RootfsImage:
+def rootfs_image(suite: str = "bookworm", variant: str = "") -> RootfsImage:
+    """The built image of a suite; `variant` "libvirt" is the libvirt-host
+    variant (scripts/build-rootfs-libvirt.sh, in build/rootfs-libvirt)."""
     if suite not in SUITES:
         raise HarnessError(f"unknown rootfs suite {suite!r}; expected one of {', '.join(SUITES)}")
-    d = build_dir() / "rootfs" / suite
+    if variant not in ("", "libvirt"):
+        raise HarnessError(f"unknown rootfs variant {variant!r}; expected libvirt or none")
+    d = build_dir() / ("rootfs-" + variant if variant else "rootfs") / suite
+    script = "scripts/build-rootfs-libvirt.sh" if variant else f"scripts/build-rootfs.sh {suite}"
     files = [d / "disk.img", d / "vmlinuz", d / "initrd.img", d / "manifest.txt"]
     for f in files:
         if not f.is_file():
-            raise HarnessError(f"guest image file {f} missing: run scripts/build-rootfs.sh {suite}")
+            raise HarnessError(f"guest image file {f} missing: run {script}")
     manifest: dict[str, str] = {}
     for line in files[3].read_text().splitlines():
         key, _, value = line.partition(" ")
