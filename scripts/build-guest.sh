@@ -117,12 +117,7 @@ KVER_PKG="$(candidates "$KSUITE" "$KPKG" | awk -v p="$KPKG" '$1 == p {print $2}'
 [[ -n "$KVER_PKG" && "$KVER_PKG" != "(none)" ]] || die "package '$KPKG' not found in Debian $KSUITE"
 
 declare -A UVER=()
-while read -r p v; do
-    UVER[$p]="$v"
-done < <(candidates "$HOST_SUITE" "${USER_PKGS[@]}")
-for p in "${USER_PKGS[@]}"; do
-    [[ -n "${UVER[$p]:-}" && "${UVER[$p]}" != "(none)" ]] || die "package '$p' not found in Debian $HOST_SUITE"
-done
+resolve_versions UVER "$HOST_SUITE" "${USER_PKGS[@]}"
 
 # ---------------------------------------------------------------- the stamp
 PKG_LIST="$(

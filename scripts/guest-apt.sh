@@ -1,8 +1,8 @@
 # shellcheck shell=bash
 # Private apt state for the guest's Debian packages, shared by
-# scripts/build-guest.sh and scripts/oot-module.sh. Source it after lib.sh,
-# with APT_DIR (package lists, one directory per suite) and DEB_DIR (the
-# downloaded .deb files) set. The system's apt configuration is never used
+# scripts/build-guest.sh, scripts/oot-module.sh and scripts/netdev-selftests.sh.
+# Source it after lib.sh, with APT_DIR (package lists, one directory per
+# suite) and DEB_DIR (the downloaded .deb files) set. The system's apt configuration is never used
 # or touched (lib.sh's private apt state: apt_state_*).
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 [[ -r "$KEYRING" ]] || die "$KEYRING missing (Debian package debian-archive-keyring)"
@@ -30,6 +30,19 @@ candidates() { # <suite> <pkg>... -> "pkg version" lines (one apt-cache run)
     local suite=$1
     shift
     apt_state_candidates "$APT_DIR/$suite" "$@"
+}
+
+resolve_versions() { # <assoc array name> <suite> <pkg>...: each package's candidate version
+    local -n _versions=$1
+    local suite=$2 p v
+    shift 2
+    while read -r p v; do
+        # shellcheck disable=SC2004 # an associative array, through the nameref
+        _versions[$p]="$v"
+    done < <(candidates "$suite" "$@")
+    for p in "$@"; do
+        [[ -n "${_versions[$p]:-}" && "${_versions[$p]}" != "(none)" ]] || die "package '$p' not found in Debian $suite"
+    done
 }
 
 deb_path() { # <pkg> <version> -> path of the cached .deb

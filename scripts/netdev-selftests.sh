@@ -99,18 +99,12 @@ flock 9
 . "$REPO_ROOT/scripts/guest-apt.sh"
 apt_prepare "$HOST_SUITE"
 declare -A UVER=()
-while read -r p v; do UVER[$p]="$v"; done < <(candidates "$HOST_SUITE" "${USER_PKGS[@]}")
-for p in "${USER_PKGS[@]}"; do
-    [[ -n "${UVER[$p]:-}" && "${UVER[$p]}" != "(none)" ]] || die "package '$p' not found in Debian $HOST_SUITE"
-    fetch_deb "$HOST_SUITE" "$p" "${UVER[$p]}"
-done
+resolve_versions UVER "$HOST_SUITE" "${USER_PKGS[@]}"
+for p in "${USER_PKGS[@]}"; do fetch_deb "$HOST_SUITE" "$p" "${UVER[$p]}"; done
 apt_prepare "$KSUITE"
 declare -A KSVER=()
-while read -r p v; do KSVER[$p]="$v"; done < <(candidates "$KSUITE" "${KSUITE_PKGS[@]}")
-for p in "${KSUITE_PKGS[@]}"; do
-    [[ -n "${KSVER[$p]:-}" && "${KSVER[$p]}" != "(none)" ]] || die "package '$p' not found in Debian $KSUITE"
-    fetch_deb "$KSUITE" "$p" "${KSVER[$p]}"
-done
+resolve_versions KSVER "$KSUITE" "${KSUITE_PKGS[@]}"
+for p in "${KSUITE_PKGS[@]}"; do fetch_deb "$KSUITE" "$p" "${KSVER[$p]}"; done
 [[ -n "$LINUX_SRC" ]] || fetch_deb "$KSUITE" "$SRCPKG" "$KVER"
 exec 9>&-
 
