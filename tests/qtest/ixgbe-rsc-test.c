@@ -199,6 +199,23 @@ static void check_chain(IxgbeTest *t, const RxRing *r, const unsigned *idx,
     g_assert_cmpmem(got, len, want, len);
 }
 
+
+/*
+ * Descriptor idx holds segment s as it came, not as an RSC descriptor
+ * (RSCCNT 0); its write-back goes to wb.  Returns the frame's length.
+ */
+static size_t check_alone(IxgbeTest *t, const RxRing *r, unsigned idx,
+                          const Seg *s, uint8_t *wb)
+{
+    uint8_t frame[512];
+    size_t len = tcp_frame(frame, s);
+
+    g_assert_true(rx_desc_done(t, r, idx, wb));
+    g_assert_cmpuint(RSCCNT(wb), ==, 0);
+    rx_check_data(t, r, idx, frame, len);
+    return len;
+}
+
 /*
  * The frame the segments first..first+n-1 of a flow make when coalesced:
  * the first one's header with the last one's acknowledgment, window and
@@ -298,7 +315,6 @@ static void test_flags(void)
                           c12[] = { 1, 2 };
     Seg s[5] = { seg(0, 0, 300), seg(0, 1, 300), seg(0, 2, 300),
                  seg(0, 3, 300), seg(0, 4, 100) };
-    uint8_t frame[512];
     uint8_t wb[DESC_SIZE];
     size_t len;
     IxgbeTest t;
@@ -320,11 +336,8 @@ static void test_flags(void)
     wait_rx(&t, 5);
     check_aggregate(&t, &r, i23, 2, c12, s + 2, 2);
     /* The FIN segment as it came, not an RSC descriptor */
-    g_assert_true(rx_desc_done(&t, &r, 4, wb));
-    g_assert_cmpuint(RSCCNT(wb), ==, 0);
-    len = tcp_frame(frame, &s[4]);
+    len = check_alone(&t, &r, 4, &s[4], wb);
     g_assert_cmpuint(rx_wb_length(wb), ==, len);
-    rx_check_data(&t, &r, 4, frame, len);
     ixgbe_test_stop(&t);
 }
 
@@ -336,8 +349,7 @@ static void test_options(void)
 {
     static const unsigned i01[] = { 0, 1 }, c13[] = { 1, 3 };
     Seg s[4];
-    uint8_t frame[512], wb[DESC_SIZE];
-    size_t len;
+    uint8_t wb[DESC_SIZE];
     IxgbeTest t;
     RxRing r;
 
@@ -353,10 +365,7 @@ static void test_options(void)
     }
     wait_rx(&t, 4);
     check_aggregate(&t, &r, i01, 2, c13, s, 3);
-    g_assert_true(rx_desc_done(&t, &r, 2, wb));
-    g_assert_cmpuint(RSCCNT(wb), ==, 0);
-    len = tcp_frame(frame, &s[3]);
-    rx_check_data(&t, &r, 2, frame, len);
+    check_alone(&t, &r, 2, &s[3], wb);
     ixgbe_test_stop(&t);
 }
 
@@ -421,7 +430,7 @@ static void test_other_flags(void)
         TCP_ECE | TCP_ACK, TCP_CWR | TCP_ACK, 0,
     };
     static const unsigned c12[] = { 1, 2 };
-    uint8_t frame[512], wb[DESC_SIZE];
+    uint8_t wb[DESC_SIZE];
     IxgbeTest t;
     RxRing r;
 
@@ -430,7 +439,6 @@ static void test_other_flags(void)
         const unsigned idx[] = { 3 * i, 3 * i + 1 };
         Seg s[3] = { seg(0, 3 * i, 200), seg(0, 3 * i + 1, 200),
                      seg(0, 3 * i + 2, 200) };
-        size_t len;
 
         s[2].flags = flags[i];
         for (unsigned j = 0; j < 3; j++) {
@@ -438,10 +446,7 @@ static void test_other_flags(void)
         }
         wait_rx(&t, 3 * (i + 1));
         check_aggregate(&t, &r, idx, 2, c12, s, 2);
-        g_assert_true(rx_desc_done(&t, &r, 3 * i + 2, wb));
-        g_assert_cmpuint(RSCCNT(wb), ==, 0);
-        len = tcp_frame(frame, &s[2]);
-        rx_check_data(&t, &r, 3 * i + 2, frame, len);
+        check_alone(&t, &r, 3 * i + 2, &s[2], wb);
     }
     ixgbe_test_stop(&t);
 }
@@ -456,8 +461,7 @@ static void test_checksum(void)
 {
     static const unsigned i01[] = { 0, 1 }, c12[] = { 1, 2 };
     Seg s[3] = { seg(0, 0, 333), seg(0, 1, 333), seg(0, 2, 333) };
-    uint8_t frame[512], wb[DESC_SIZE];
-    size_t len;
+    uint8_t wb[DESC_SIZE];
     IxgbeTest t;
     RxRing r;
 
@@ -468,12 +472,9 @@ static void test_checksum(void)
     }
     wait_rx(&t, 3);
     check_aggregate(&t, &r, i01, 2, c12, s, 2);
-    g_assert_true(rx_desc_done(&t, &r, 2, wb));
-    g_assert_cmpuint(RSCCNT(wb), ==, 0);
+    check_alone(&t, &r, 2, &s[2], wb);
     g_assert_cmphex(rx_wb_status(wb) & IXGBE_RXD_ERR_TCPE, ==,
                     IXGBE_RXD_ERR_TCPE);
-    len = tcp_frame(frame, &s[2]);
-    rx_check_data(&t, &r, 2, frame, len);
     ixgbe_test_stop(&t);
 }
 
@@ -545,7 +546,7 @@ static void test_rss(void)
  */
 static void test_header_split(void)
 {
-    uint8_t frame[512], wb[DESC_SIZE];
+    uint8_t wb[DESC_SIZE];
     IxgbeTest t;
     RxRing r;
     Seg s[3];
@@ -559,9 +560,7 @@ static void test_header_split(void)
     }
     wait_rx(&t, 3);
     for (unsigned i = 0; i < 3; i++) {
-        g_assert_true(rx_desc_done(&t, &r, i, wb));
-        g_assert_cmpuint(RSCCNT(wb), ==, 0);
-        rx_check_data(&t, &r, i, frame, tcp_frame(frame, &s[i]));
+        check_alone(&t, &r, i, &s[i], wb);
     }
     ixgbe_test_stop(&t);
 }
@@ -654,7 +653,7 @@ static void test_queue_disable(void)
 static void test_rsc_off(void)
 {
     for (unsigned off = 0; off < 2; off++) {
-        uint8_t frame[512], wb[DESC_SIZE];
+        uint8_t wb[DESC_SIZE];
         IxgbeTest t;
         RxRing r;
         Seg s[3];
@@ -669,9 +668,7 @@ static void test_rsc_off(void)
         }
         wait_rx(&t, 3);
         for (unsigned i = 0; i < 3; i++) {
-            g_assert_true(rx_desc_done(&t, &r, i, wb));
-            g_assert_cmpuint(RSCCNT(wb), ==, 0);
-            rx_check_data(&t, &r, i, frame, tcp_frame(frame, &s[i]));
+            check_alone(&t, &r, i, &s[i], wb);
         }
         ixgbe_test_stop(&t);
     }
