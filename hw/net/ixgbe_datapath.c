@@ -1549,7 +1549,12 @@ static IxgbeRxResult ixgbe_rx_coalesce(IxgbeCore *core, unsigned q,
                                        const IxgbeRxInfo *info,
                                        const IxgbeRxData *data)
 {
-    IxgbeRscFrame rf = {
+    IxgbeRscFrame rf;
+
+    if (data->crc || !(info->pkt_type & IXGBE_RXD_PKTTYPE_TCP)) {
+        return IXGBE_RX_NOT_COALESCED;
+    }
+    rf = (IxgbeRscFrame) {
         .iov = f->iov, .iovcnt = f->iovcnt, .len = f->len,
         .hdr = f->hdr, .hdr_len = f->hdr_len,
         .has_vlan = f->has_vlan, .strip = data->strip,
@@ -1558,10 +1563,6 @@ static IxgbeRxResult ixgbe_rx_coalesce(IxgbeCore *core, unsigned q,
         .hash = info->hash,
         .status = info->status | (data->strip ? IXGBE_RXD_STAT_VP : 0),
     };
-
-    if (data->crc || !(info->pkt_type & IXGBE_RXD_PKTTYPE_TCP)) {
-        return IXGBE_RX_NOT_COALESCED;
-    }
     switch (ixgbe_rsc_rx(core, q, &rf)) {
     case IXGBE_RSC_TAKEN:
         return IXGBE_RX_COALESCED;
