@@ -46,7 +46,8 @@
  * written back does.
  *
  * The interval does not close an aggregate while the queue's MSI-X vector
- * is masked (as it is while the driver polls the queue), nor one that
+ * is masked (as it is while the driver polls the queue; for eight
+ * intervals from its first segment at most), nor one that
  * holds a single segment which came less than an interval ago.  Linux's
  * GRO holds a lone full-sized segment for the rest of the driver's poll
  * and appends the next frame of its flow to it; the stock driver gives
@@ -247,10 +248,15 @@ static int64_t rsc_deadline(IxgbeCore *core, unsigned q)
     return qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + ns;
 }
 
+/* How many intervals a masked vector keeps an aggregate open at most */
+#define RSC_MASKED_INTERVALS 8
+
 /*
  * An aggregate whose interval ended is kept open (until the time
  * returned; -1: it closes now) while it holds a single segment that came
- * less than an interval ago, and while its MSI-X vector is masked.
+ * less than an interval ago, and while its MSI-X vector is masked, for
+ * RSC_MASKED_INTERVALS intervals from its first segment at most (a
+ * driver that polls without ever unmasking still gets its segments).
  */
 static int64_t rsc_hold(IxgbeCore *core, const IxgbeRscCtx *c, int64_t now)
 {
@@ -264,8 +270,9 @@ static int64_t rsc_hold(IxgbeCore *core, const IxgbeRscCtx *c, int64_t now)
         return c->opened + ns;
     }
     if (rsc_msix_vector(core, c->queue) >= 0 &&
-        !(core->vec_mask & BIT_ULL(v))) {
-        return now + ns;
+        !(core->vec_mask & BIT_ULL(v)) &&
+        now < c->opened + RSC_MASKED_INTERVALS * (int64_t)ns) {
+        return MIN(now + ns, c->opened + RSC_MASKED_INTERVALS * ns);
     }
     return -1;
 }

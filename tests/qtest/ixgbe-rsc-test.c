@@ -880,6 +880,41 @@ static void test_masked_vector(void)
     ixgbe_test_stop(&t);
 }
 
+/*
+ * A driver that polls and never unmasks the vector still gets its
+ * segments: eight intervals after the first segment, the aggregate is
+ * written back.
+ */
+static void test_masked_bound(void)
+{
+    static const unsigned i0[] = { 0 }, c1[] = { 1 }, i12[] = { 1, 2 },
+                          c12[] = { 1, 2 };
+    Seg s[3] = { seg(0, 0, 300), seg(0, 1, 300), seg(0, 2, 300) };
+    IxgbeTest t;
+    RxRing r;
+
+    start_rsc(&t, &r);
+    qpci_msix_enable(t.dev);
+    wr(&t, IXGBE_GPIE, IXGBE_GPIE_MSIX_MODE | IXGBE_GPIE_EIAME |
+       GPIE_PBA_SUPPORT);
+    wr(&t, IXGBE_EIAM_EX0, 1);
+    wr(&t, IXGBE_EIMS, 1);
+    s[0].flags |= TCP_PSH;
+    send_seg(&t, &s[0]);
+    wait_rx(&t, 1);
+    check_aggregate(&t, &r, i0, 1, c1, s, 1);
+    g_assert_cmphex(rd(&t, IXGBE_EIMS) & 1, ==, 0);
+
+    send_seg(&t, &s[1]);
+    send_seg(&t, &s[2]);
+    wait_rx(&t, 3);
+    qtest_clock_step(t.qts, 8 * ITR_NS - 1);
+    assert_open(&t, &r, 1);
+    qtest_clock_step(t.qts, 1);
+    check_aggregate(&t, &r, i12, 2, c12, s + 1, 2);
+    ixgbe_test_stop(&t);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -901,5 +936,6 @@ int main(int argc, char **argv)
     qtest_add_func("ixgbe/rsc/masked-vector", test_masked_vector);
     qtest_add_func("ixgbe/rsc/lone-segment", test_lone_segment);
     qtest_add_func("ixgbe/rsc/after-lone", test_after_lone);
+    qtest_add_func("ixgbe/rsc/masked-bound", test_masked_bound);
     return g_test_run();
 }
