@@ -42,6 +42,7 @@
 #include "ixgbe_sriov.h"
 #include "ixgbe_iov.h"
 #include "ixgbe_rsc.h"
+#include "ixgbe_ipsec.h"
 #include "trace.h"
 
 #define IXGBE_MIN_FRAME         60
@@ -422,6 +423,7 @@ static void ixgbe_tx_send_plain(IxgbeCore *core, unsigned q,
     PCIDevice *dev = ixgbe_dma_dev(core, q);
     struct iovec iov = { .iov_base = core->tx_buf, .iov_len = 0 };
     uint32_t n = MIN(txq->nfrags, IXGBE_MAX_TX_FRAGS);
+    uint16_t vlan;
 
     /* Each copy bounded by the room left, whatever the fragments say */
     for (uint32_t i = 0; i < n; i++) {
@@ -438,6 +440,15 @@ static void ixgbe_tx_send_plain(IxgbeCore *core, unsigned q,
         }
         iov.iov_len += len;
     }
+    /* Inline IPsec: ESP done in the frame's bytes (ixgbe_ipsec.c) */
+    if (ixgbe_ipsec_tx_wanted(txq->first_cmd, txq->first_olinfo) &&
+        !ixgbe_ipsec_tx(core, q, &txq->ctx[(txq->first_olinfo >>
+                                            IXGBE_TXD_IDX_SHIFT) & 1],
+                        txq->first_cmd, txq->first_olinfo, core->tx_buf,
+                        iov.iov_len, ixgbe_tx_vlan(core, q, txq, &vlan) ?
+                        &vlan : NULL, IXGBE_TX_PLAIN_MAX, &iov.iov_len)) {
+        return;
+    }
     ixgbe_tx_out(out, &iov, 1, NULL, 0);
 }
 
@@ -448,8 +459,9 @@ static void ixgbe_tx_send_pkt(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq,
     struct NetTxPkt *pkt = core->tx_pkt;
 
     /* Less than an Ethernet header goes the long way, to be refused */
-    if (total >= ETH_HLEN && total <= IXGBE_TX_PLAIN_MAX &&
-        ixgbe_tx_plain(core, q, txq)) {
+    if (ixgbe_ipsec_tx_wanted(txq->first_cmd, txq->first_olinfo) ||
+        (total >= ETH_HLEN && total <= IXGBE_TX_PLAIN_MAX &&
+         ixgbe_tx_plain(core, q, txq))) {
         ixgbe_tx_send_plain(core, q, txq, out);
         return;
     }
@@ -1731,6 +1743,9 @@ static ssize_t ixgbe_rx_frame(IxgbeCore *core, const struct iovec *iov,
     /* Parses the protocols; the checksums are read from the pieces */
     net_rx_pkt_attach_iovec(core->rx_pkt, f.iov, f.iovcnt, 0, false);
     ixgbe_rx_classify(core, &f, &info);
+    /* Inline IPsec: an ESP frame of a known SA decrypted (ixgbe_ipsec.c) */
+    info.status |= ixgbe_ipsec_rx(core, f.hdr, f.hdr_len, &f.iov, &f.iovcnt,
+                                  f.len, &info.pkt_type);
     if (src_pool < 0 &&
         ixgbe_ptp_rx_stamp(core, f.hdr, f.hdr_len, arrival)) {
         info.status |= IXGBE_RXD_STAT_TS;
