@@ -412,6 +412,20 @@ static bool ixgbe_tx_map(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq,
     return true;
 }
 
+/* Inline IPsec: ESP done in the frame's bytes (ixgbe_ipsec.c) */
+static bool ixgbe_tx_esp(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq,
+                         struct iovec *iov)
+{
+    IxgbeTxContext *ctx = &txq->ctx[(txq->first_olinfo >>
+                                     IXGBE_TXD_IDX_SHIFT) & 1];
+    uint16_t vlan;
+
+    return ixgbe_ipsec_tx(core, q, ctx, txq->first_cmd, txq->first_olinfo,
+                          core->tx_buf, iov->iov_len,
+                          ixgbe_tx_vlan(core, q, txq, &vlan) ? &vlan : NULL,
+                          IXGBE_TX_PLAIN_MAX, &iov->iov_len);
+}
+
 /*
  * A packet that goes out as its buffers hold it, read into one piece:
  * one DMA read per buffer, and nothing for net_tx_pkt to parse or the
@@ -423,7 +437,6 @@ static void ixgbe_tx_send_plain(IxgbeCore *core, unsigned q,
     PCIDevice *dev = ixgbe_dma_dev(core, q);
     struct iovec iov = { .iov_base = core->tx_buf, .iov_len = 0 };
     uint32_t n = MIN(txq->nfrags, IXGBE_MAX_TX_FRAGS);
-    uint16_t vlan;
 
     /* Each copy bounded by the room left, whatever the fragments say */
     for (uint32_t i = 0; i < n; i++) {
@@ -440,13 +453,8 @@ static void ixgbe_tx_send_plain(IxgbeCore *core, unsigned q,
         }
         iov.iov_len += len;
     }
-    /* Inline IPsec: ESP done in the frame's bytes (ixgbe_ipsec.c) */
-    if (ixgbe_ipsec_tx_wanted(txq->first_cmd, txq->first_olinfo) &&
-        !ixgbe_ipsec_tx(core, q, &txq->ctx[(txq->first_olinfo >>
-                                            IXGBE_TXD_IDX_SHIFT) & 1],
-                        txq->first_cmd, txq->first_olinfo, core->tx_buf,
-                        iov.iov_len, ixgbe_tx_vlan(core, q, txq, &vlan) ?
-                        &vlan : NULL, IXGBE_TX_PLAIN_MAX, &iov.iov_len)) {
+    if (unlikely(ixgbe_ipsec_tx_wanted(txq->first_cmd, txq->first_olinfo)) &&
+        !ixgbe_tx_esp(core, q, txq, &iov)) {
         return;
     }
     ixgbe_tx_out(out, &iov, 1, NULL, 0);
@@ -459,9 +467,9 @@ static void ixgbe_tx_send_pkt(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq,
     struct NetTxPkt *pkt = core->tx_pkt;
 
     /* Less than an Ethernet header goes the long way, to be refused */
-    if (ixgbe_ipsec_tx_wanted(txq->first_cmd, txq->first_olinfo) ||
-        (total >= ETH_HLEN && total <= IXGBE_TX_PLAIN_MAX &&
-         ixgbe_tx_plain(core, q, txq))) {
+    if ((total >= ETH_HLEN && total <= IXGBE_TX_PLAIN_MAX &&
+         ixgbe_tx_plain(core, q, txq)) ||
+        ixgbe_ipsec_tx_wanted(txq->first_cmd, txq->first_olinfo)) {
         ixgbe_tx_send_plain(core, q, txq, out);
         return;
     }

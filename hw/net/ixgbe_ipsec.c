@@ -72,7 +72,6 @@
 #define IXGBE_IPSTXIDX          0x08900
 #define IXGBE_IPSTXSALT         0x08904
 #define IXGBE_IPSTXKEY(i)       (0x08908 + (i) * 4)
-#define IXGBE_IPSRXIDX          0x08E00
 #define IXGBE_IPSRXIPADDR(i)    (0x08E04 + (i) * 4)
 #define IXGBE_IPSRXSPI          0x08E14
 #define IXGBE_IPSRXIPIDX        0x08E18
@@ -80,7 +79,6 @@
 #define IXGBE_IPSRXSALT         0x08E2C
 #define IXGBE_IPSRXMOD          0x08E30
 
-#define IXGBE_IPSIDX_EN         (1u << 0)
 #define IXGBE_IPSRXIDX_TBL_SHIFT 1
 #define IXGBE_IPSRXIDX_TBL_MASK (3u << IXGBE_IPSRXIDX_TBL_SHIFT)
 #define IXGBE_IPSIDX_IDX_SHIFT  3
@@ -406,9 +404,9 @@ static int ixgbe_esp_rx_sa(IxgbeIpsec *ips, uint32_t spi, const uint8_t *daddr,
     return -1;
 }
 
-uint32_t ixgbe_ipsec_rx(IxgbeCore *core, const uint8_t *hdr, size_t hdr_len,
-                        const struct iovec **iov, int *iovcnt, size_t len,
-                        uint32_t *pkt_type)
+uint32_t ixgbe_ipsec_rx_frame(IxgbeCore *core, const uint8_t *hdr,
+                              size_t hdr_len, const struct iovec **iov,
+                              int *iovcnt, size_t len, uint32_t *pkt_type)
 {
     IxgbeIpsec *ips = core->ipsec;
     const IxgbeIpsecRxSa *sa;
@@ -419,8 +417,7 @@ uint32_t ixgbe_ipsec_rx(IxgbeCore *core, const uint8_t *hdr, size_t hdr_len,
     bool ip6;
     int idx;
 
-    if (!(ixgbe_get(core, IXGBE_IPSRXIDX) & IXGBE_IPSIDX_EN) ||
-        (ixgbe_get(core, IXGBE_SECRXCTRL) & IXGBE_SECCTRL_DIS) ||
+    if ((ixgbe_get(core, IXGBE_SECRXCTRL) & IXGBE_SECCTRL_DIS) ||
         hdr_len < l3 + 40 + IXGBE_ESP_HDR) {
         return 0;
     }

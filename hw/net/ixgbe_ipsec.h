@@ -63,9 +63,26 @@ bool ixgbe_ipsec_tx(IxgbeCore *core, unsigned q, const IxgbeTxContext *ctx,
  * *iov and *iovcnt then describe.  Returns the status and error bits of
  * the write-back descriptor, and adds the IPsec bits to *pkt_type.
  */
-uint32_t ixgbe_ipsec_rx(IxgbeCore *core, const uint8_t *hdr, size_t hdr_len,
-                        const struct iovec **iov, int *iovcnt, size_t len,
-                        uint32_t *pkt_type);
+uint32_t ixgbe_ipsec_rx_frame(IxgbeCore *core, const uint8_t *hdr,
+                              size_t hdr_len, const struct iovec **iov,
+                              int *iovcnt, size_t len, uint32_t *pkt_type);
+
+/* IPSRXIDX.IPS_RX_EN: receive SA lookup on */
+#define IXGBE_IPSRXIDX          0x08E00
+#define IXGBE_IPSIDX_EN         (1u << 0)
+
+/* ixgbe_ipsec_rx_frame() when receive SA lookup is on, else nothing */
+static inline uint32_t ixgbe_ipsec_rx(IxgbeCore *core, const uint8_t *hdr,
+                                      size_t hdr_len,
+                                      const struct iovec **iov, int *iovcnt,
+                                      size_t len, uint32_t *pkt_type)
+{
+    if (likely(!(ixgbe_get(core, IXGBE_IPSRXIDX) & IXGBE_IPSIDX_EN))) {
+        return 0;
+    }
+    return ixgbe_ipsec_rx_frame(core, hdr, hdr_len, iov, iovcnt, len,
+                                pkt_type);
+}
 
 /* True when a table holds anything: the tables then migrate */
 bool ixgbe_ipsec_migration_needed(IxgbeCore *core);
