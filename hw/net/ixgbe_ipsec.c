@@ -395,8 +395,10 @@ static int ixgbe_esp_rx_sa(IxgbeIpsec *ips, uint32_t spi, const uint8_t *daddr,
     for (unsigned i = 0; i < IXGBE_IPSEC_SA_COUNT; i++) {
         const IxgbeIpsecRxSa *sa = &ips->rx[i];
 
+        /* ip_idx from a migration stream is not masked: checked here */
         if (sa->spi == spi && (sa->mode & IXGBE_RXMOD_VALID) &&
             !(sa->mode & IXGBE_RXMOD_IPV6) == !ip6 &&
+            sa->ip_idx < IXGBE_IPSEC_RX_IP_COUNT &&
             !memcmp(ips->rx_ip[sa->ip_idx], want, sizeof(want))) {
             return i;
         }
