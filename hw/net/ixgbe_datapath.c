@@ -42,6 +42,7 @@
 #include "ixgbe_sriov.h"
 #include "ixgbe_iov.h"
 #include "ixgbe_rsc.h"
+#include "ixgbe_ipsec.h"
 #include "trace.h"
 
 #define IXGBE_MIN_FRAME         60
@@ -411,6 +412,20 @@ static bool ixgbe_tx_map(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq,
     return true;
 }
 
+/* Inline IPsec: ESP done in the frame's bytes (ixgbe_ipsec.c) */
+static bool ixgbe_tx_esp(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq,
+                         struct iovec *iov)
+{
+    IxgbeTxContext *ctx = &txq->ctx[(txq->first_olinfo >>
+                                     IXGBE_TXD_IDX_SHIFT) & 1];
+    uint16_t vlan;
+
+    return ixgbe_ipsec_tx(core, q, ctx, txq->first_cmd, txq->first_olinfo,
+                          core->tx_buf, iov->iov_len,
+                          ixgbe_tx_vlan(core, q, txq, &vlan) ? &vlan : NULL,
+                          IXGBE_TX_PLAIN_MAX, &iov->iov_len);
+}
+
 /*
  * A packet that goes out as its buffers hold it, read into one piece:
  * one DMA read per buffer, and nothing for net_tx_pkt to parse or the
@@ -438,6 +453,10 @@ static void ixgbe_tx_send_plain(IxgbeCore *core, unsigned q,
         }
         iov.iov_len += len;
     }
+    if (unlikely(ixgbe_ipsec_tx_wanted(txq->first_cmd, txq->first_olinfo)) &&
+        !ixgbe_tx_esp(core, q, txq, &iov)) {
+        return;
+    }
     ixgbe_tx_out(out, &iov, 1, NULL, 0);
 }
 
@@ -448,8 +467,9 @@ static void ixgbe_tx_send_pkt(IxgbeCore *core, unsigned q, IxgbeTxQueue *txq,
     struct NetTxPkt *pkt = core->tx_pkt;
 
     /* Less than an Ethernet header goes the long way, to be refused */
-    if (total >= ETH_HLEN && total <= IXGBE_TX_PLAIN_MAX &&
-        ixgbe_tx_plain(core, q, txq)) {
+    if ((total >= ETH_HLEN && total <= IXGBE_TX_PLAIN_MAX &&
+         ixgbe_tx_plain(core, q, txq)) ||
+        ixgbe_ipsec_tx_wanted(txq->first_cmd, txq->first_olinfo)) {
         ixgbe_tx_send_plain(core, q, txq, out);
         return;
     }
@@ -1731,6 +1751,9 @@ static ssize_t ixgbe_rx_frame(IxgbeCore *core, const struct iovec *iov,
     /* Parses the protocols; the checksums are read from the pieces */
     net_rx_pkt_attach_iovec(core->rx_pkt, f.iov, f.iovcnt, 0, false);
     ixgbe_rx_classify(core, &f, &info);
+    /* Inline IPsec: an ESP frame of a known SA decrypted (ixgbe_ipsec.c) */
+    info.status |= ixgbe_ipsec_rx(core, f.hdr, f.hdr_len, &f.iov, &f.iovcnt,
+                                  f.len, &info.pkt_type);
     if (src_pool < 0 &&
         ixgbe_ptp_rx_stamp(core, f.hdr, f.hdr_len, arrival)) {
         info.status |= IXGBE_RXD_STAT_TS;
