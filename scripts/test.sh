@@ -10,7 +10,8 @@
 #
 # Extra arguments go to 'meson test', e.g.  scripts/test.sh --suite guest
 # At the end: the time report (each build step's and each test's wall time
-# against its budget in docs/ci-time.md, the ones over budget named; also in
+# against its budget in docs/ci-time.md, the ones over budget named, and each
+# test's CPU time, recorded by scripts/cputime.py; also in
 # $BUILD_DIR/meson-logs/times.json), every test's closing line (pytest's
 # "N passed ...", etc.), then one summary line "tests: N passed, N failed,
 # N skipped". The steps' log lines carry UTC times.
@@ -81,11 +82,18 @@ cpu_built=$(cpu_ticks)
 # and so does a --num-processes among the arguments.
 jobs="${MESON_TESTTHREADS:-$(($(nproc) + 1))}"
 tlog "meson test -C $BUILD_DIR --print-errorlogs --num-processes $jobs $*"
-rm -f "$BUILD_DIR/meson-logs/testlog.json"
+# With a wrapper, meson names its log after it: testlog-<wrapper's name>.json
+testlog="$BUILD_DIR/meson-logs/testlog-$(basename "$VENV_PYTHON").json"
+rm -f "$testlog"
 rc=0
 # Everything the tests need was just built (the sanitizer QEMU is built by
 # the test qemu-fuzz): no second (always-stale) build step.
-"$MESON" test -C "$BUILD_DIR" --no-rebuild --print-errorlogs --num-processes "$jobs" "$@" || rc=$?
+# Each test runs under scripts/cputime.py, which records the CPU time it and
+# the processes it waited for used (the time report's "cpu" column).
+cpu_dir="$BUILD_DIR/meson-logs/cpu"
+rm -rf "$cpu_dir"
+"$MESON" test -C "$BUILD_DIR" --no-rebuild --print-errorlogs --num-processes "$jobs" \
+    --wrapper "$VENV_PYTHON $REPO_ROOT/scripts/cputime.py --out $cpu_dir --" "$@" || rc=$?
 t_tested=$(now_s)
 cpu_tested=$(cpu_ticks)
 tlog "build $(fmt_duration $((t_built - t0))), tests $(fmt_duration $((t_tested - t_built))), meson test exit $rc"
@@ -94,14 +102,14 @@ tlog "CPU busy ($(nproc) cores): build $(busy_pct "$cpu0" "$cpu_built")%," \
 
 # The time report; it only reports (load moves the figures), the review reads it.
 "${PROJECT_PYTHON[@]}" -m ixgbe_testlib.timereport --budgets "$REPO_ROOT/docs/ci-time.md" \
-    --ninja-log "$BUILD_DIR/.ninja_log" --since "$t0" --testlog "$BUILD_DIR/meson-logs/testlog.json" \
+    --ninja-log "$BUILD_DIR/.ninja_log" --since "$t0" --testlog "$testlog" \
     --step "deps=$((t_deps - t0))" --step "meson setup=$((t_setup - t_deps))" \
     --step "meson compile=$((t_built - t_setup))" --step "meson test=$((t_tested - t_built))" \
-    --step "total=$((t_tested - t0))" --json "$BUILD_DIR/meson-logs/times.json" ||
+    --step "total=$((t_tested - t0))" --cpu-dir "$cpu_dir" --json "$BUILD_DIR/meson-logs/times.json" ||
     warn "the time report failed (above)"
 
 # Per-test closing lines and one overall summary, read from meson's log.
-"$VENV_PYTHON" - "$BUILD_DIR/meson-logs/testlog.json" <<'PY' || rc=$((rc ? rc : 1))
+"$VENV_PYTHON" - "$testlog" <<'PY' || rc=$((rc ? rc : 1))
 import json
 import re
 import sys

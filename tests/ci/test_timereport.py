@@ -19,12 +19,14 @@ from ixgbe_testlib.timereport import (
     ninja_steps,
     parse_duration,
     read_budgets,
+    read_cpu_times,
     read_test_times,
     report,
     rows,
 )
 
 DOC = REPO_ROOT / "docs" / "ci-time.md"
+CPUTIME = REPO_ROOT / "scripts" / "cputime.py"
 
 
 def test_durations() -> None:
@@ -164,3 +166,39 @@ def test_command_line(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert "build:guest-6.1" in r.stdout and "test:tuner" in r.stdout, r.stdout
     assert {row["name"] for row in json.loads(out.read_text())} == {"deps", "build:guest-6.1", "test:tuner"}
+
+
+def test_cputime_records_the_cpu_of_the_command_and_its_children(tmp_path: Path) -> None:
+    """The wrapper scripts/test.sh runs tests through: a grandchild's CPU
+    counts, the exit status passes through, and the report matches the
+    record to the test by its command."""
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.4: pass\n"
+    cmd = [sys.executable, "-c", f"import subprocess, sys; subprocess.run([sys.executable, '-c', {burn!r}]); sys.exit(3)"]
+    r = subprocess.run([sys.executable, str(CPUTIME), "--out", str(tmp_path / "cpu"), "--", *cmd], check=False)
+    assert r.returncode == 3
+    records = [p.read_text() for p in (tmp_path / "cpu").glob("*.json")]
+    assert len(records) == 1
+    cpu = read_cpu_times(records)
+    assert list(cpu) == [tuple(cmd)]
+    assert 0.4 <= cpu[tuple(cmd)] < 5, cpu
+    logged = [sys.executable, str(CPUTIME), "--out", str(tmp_path / "cpu"), "--", *cmd]
+    lines = [json.dumps({"name": "t", "duration": 2.0, "result": "FAIL", "command": logged}),
+             json.dumps({"name": "u", "duration": 1.0, "result": "OK", "command": ["other"]})]
+    tests = read_test_times(lines, cpu)
+    assert tests[0].cpu == cpu[tuple(cmd)] and tests[1].cpu is None
+    text = "\n".join(report(rows({}, tests, {})))
+    assert re.search(r"^test:t +2s +- +\ds +\(FAIL\)$", text, re.M), text
+    assert re.search(r"^test:u +1s +- +-$", text, re.M), text
+    assert "time: the tests used" in text and "(1 tests measured)" in text
+
+
+def test_cputime_passes_a_signal_on(tmp_path: Path) -> None:
+    """A test killed by a signal (meson's timeout) ends the wrapper the same way."""
+    cmd = [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)"]
+    r = subprocess.run([sys.executable, str(CPUTIME), "--out", str(tmp_path), "--", *cmd], check=False)
+    assert r.returncode == -15
+
+
+def test_cputime_usage_error() -> None:
+    r = subprocess.run([sys.executable, str(CPUTIME), "true"], capture_output=True, text=True, check=False)
+    assert r.returncode != 0 and "usage: cputime.py --out DIR -- COMMAND" in r.stderr

@@ -11,7 +11,11 @@ Sources:
   `--since EPOCH`, only outputs written from then on: a target this run did
   not build, such as the sanitizer QEMU that scripts/test.sh builds in a
   test, has no row rather than an old one);
-- each test's duration from meson's `meson-logs/testlog.json`.
+- each test's duration from meson's `meson-logs/testlog.json`;
+- each test's CPU time (user + system, the test and every descendant it
+  waited for), when scripts/test.sh ran the tests through
+  scripts/cputime.py (`--cpu-dir`): with the cores busy, a test's wall time
+  depends on its neighbours, its CPU time is what it costs them.
 
 Budgets: the rows of the tables in docs/ci-time.md whose first cell is a
 step's name in backquotes and whose second cell is a duration (`12m`,
@@ -19,7 +23,7 @@ step's name in backquotes and whose second cell is a duration (`12m`,
 
     python -m ixgbe_testlib.timereport --budgets docs/ci-time.md \\
         --ninja-log build/.ninja_log --testlog build/meson-logs/testlog.json \\
-        --step deps=64 --step total=2400 [--json OUT]
+        --step deps=64 --step total=2400 [--cpu-dir DIR] [--json OUT]
 """
 
 from __future__ import annotations
@@ -86,6 +90,7 @@ class SuiteTime:
     name: str
     seconds: float
     result: str
+    cpu: float | None = None
 
 
 def registered_name(logged: str) -> str:
@@ -97,14 +102,34 @@ def registered_name(logged: str) -> str:
     return logged
 
 
-def read_test_times(lines: Iterable[str]) -> list[SuiteTime]:
-    """meson's testlog.json (one JSON object a line) -> each test's time."""
+def wrapped_command(command: Sequence[str]) -> tuple[str, ...]:
+    """A test's own command from the one meson logs, which starts with the
+    wrapper scripts/test.sh gives it: "... cputime.py --out DIR -- CMD"."""
+    for i, arg in enumerate(command):
+        if Path(arg).name == "cputime.py" and "--" in command[i:]:
+            return tuple(command[command.index("--", i) + 1 :])
+    return tuple(command)
+
+
+def read_cpu_times(records: Iterable[str]) -> dict[tuple[str, ...], float]:
+    """scripts/cputime.py's records (JSON texts) -> command: CPU seconds."""
+    out: dict[tuple[str, ...], float] = {}
+    for text in records:
+        r = json.loads(text)
+        out[tuple(r["argv"])] = float(r["user"]) + float(r["system"])
+    return out
+
+
+def read_test_times(lines: Iterable[str], cpu: dict[tuple[str, ...], float] | None = None) -> list[SuiteTime]:
+    """meson's testlog.json (one JSON object a line) -> each test's time,
+    and its CPU time where `cpu` (read_cpu_times) has its command."""
     out = []
     for line in lines:
         if line.strip():
             r = json.loads(line)
             name = registered_name(str(r.get("name", "?")))
-            out.append(SuiteTime(name, float(r.get("duration", 0)), str(r.get("result", "?"))))
+            used = (cpu or {}).get(wrapped_command([str(a) for a in r.get("command") or []]))
+            out.append(SuiteTime(name, float(r.get("duration", 0)), str(r.get("result", "?")), used))
     return out
 
 
@@ -114,6 +139,7 @@ class Row:
     seconds: float
     budget: int | None
     note: str = ""
+    cpu: float | None = None
 
     @property
     def over(self) -> bool:
@@ -125,7 +151,7 @@ def rows(steps: dict[str, float], tests: Sequence[SuiteTime], budgets: dict[str,
     own = {k: v for k, v in steps.items() if not k.startswith("build:")}
     out = [Row(k, v, budgets.get(k)) for k, v in own.items() if k != "total"]
     out += [Row(k, v, budgets.get(k)) for k, v in sorted(steps.items()) if k.startswith("build:")]
-    out += [Row(f"test:{t.name}", t.seconds, budgets.get(f"test:{t.name}"), t.result) for t in tests]
+    out += [Row(f"test:{t.name}", t.seconds, budgets.get(f"test:{t.name}"), t.result, t.cpu) for t in tests]
     if "total" in own:
         out.append(Row("total", own["total"], budgets.get("total")))
     return out
@@ -133,12 +159,18 @@ def rows(steps: dict[str, float], tests: Sequence[SuiteTime], budgets: dict[str,
 
 def report(table: Sequence[Row]) -> list[str]:
     width = max([len(r.name) for r in table] + [10])
-    lines = ["=" * 30 + " time report " + "=" * 30, f"{'step':<{width}}  {'wall':>8}  {'budget':>8}"]
+    with_cpu = any(r.cpu is not None for r in table)
+    head = f"{'step':<{width}}  {'wall':>8}  {'budget':>8}" + (f"  {'cpu':>8}" if with_cpu else "")
+    lines = ["=" * 30 + " time report " + "=" * 30, head]
     for r in table:
         budget = fmt_duration(r.budget) if r.budget is not None else "-"
+        cpu = (f"  {fmt_duration(r.cpu):>8}" if r.cpu is not None else f"  {'-':>8}") if with_cpu else ""
         flag = "  OVER BUDGET" if r.over else ""
         note = f"  ({r.note})" if r.note and r.note != "OK" else ""
-        lines.append(f"{r.name:<{width}}  {fmt_duration(r.seconds):>8}  {budget:>8}{flag}{note}")
+        lines.append(f"{r.name:<{width}}  {fmt_duration(r.seconds):>8}  {budget:>8}{cpu}{flag}{note}")
+    if with_cpu:
+        used = [r.cpu for r in table if r.cpu is not None]
+        lines.append(f"time: the tests used {fmt_duration(sum(used))} of CPU ({len(used)} tests measured)")
     over = [r for r in table if r.over]
     missing = [r.name for r in table if r.budget is None]
     if over:
@@ -167,6 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--since", type=float, help="only build steps whose output is this new (seconds since the epoch)")
     ap.add_argument("--testlog", type=Path)
     ap.add_argument("--step", type=_step, action="append", default=[])
+    ap.add_argument("--cpu-dir", type=Path, help="scripts/cputime.py's records of this run")
     ap.add_argument("--json", type=Path, help="also write the rows here")
     a = ap.parse_args(argv)
     budgets = read_budgets(a.budgets.read_text(encoding="utf-8"))
@@ -175,7 +208,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         steps.update(ninja_steps(a.ninja_log.read_text(encoding="utf-8"), a.since))
     tests: list[SuiteTime] = []
     if a.testlog and a.testlog.is_file():
-        tests = read_test_times(a.testlog.read_text(encoding="utf-8").splitlines())
+        cpu = None
+        if a.cpu_dir and a.cpu_dir.is_dir():
+            cpu = read_cpu_times(p.read_text(encoding="utf-8") for p in sorted(a.cpu_dir.glob("*.json")))
+        tests = read_test_times(a.testlog.read_text(encoding="utf-8").splitlines(), cpu)
     table = rows(steps, tests, budgets)
     print("\n".join(report(table)))
     if a.json:
