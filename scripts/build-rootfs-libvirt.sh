@@ -16,7 +16,8 @@
 #   1. runs scripts/build-rootfs.sh bookworm (quick when up to date) for the
 #      default package stage;
 #   2. packages: a copy of that stage, then apt-get installs
-#      scripts/rootfs/variants/libvirt.txt in a chroot. Rebuilt when the
+#      scripts/rootfs/variants/libvirt.txt in a chroot (lib.sh's
+#      variant_packages, as build-rootfs.sh --variant does). Rebuilt when the
 #      default package stage or the list change (or PACKAGE_STAGE below);
 #   3. image: as scripts/build-rootfs.sh's image stage (overlay, guest agent,
 #      machine-id, mke2fs -d), with libvirtd, virtlogd and sshd enabled,
@@ -77,15 +78,6 @@ KEY_BASE="$(
     } | sha256sum | cut -d' ' -f1
 )"
 
-MOUNTS=()
-unmount_all() {
-    local i
-    for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do
-        umount "${MOUNTS[i]}" 2>/dev/null || umount -l "${MOUNTS[i]}" 2>/dev/null || true
-    done
-    MOUNTS=()
-}
-trap unmount_all EXIT
 in_chroot() { # <tree> <command>...
     local tree=$1
     shift
@@ -100,41 +92,7 @@ if [[ "${ROOTFS_FORCE:-0}" == 1 || ! -f "$BASE.stamp" || "$(cat "$BASE.stamp")" 
     rm -f "$BASE.stamp"
     rm -rf --one-file-system "$NEW"
     log "copying the default package stage; installing ${PACKAGES[*]} (log: ${OUT#"$REPO_ROOT"/}/logs/apt.log)"
-    cp -a "$DEFAULT/base" "$NEW"
-    for fs in proc:proc sysfs:sys devpts:dev/pts; do
-        mkdir -p "$NEW/${fs#*:}"
-        mount -t "${fs%%:*}" "${fs%%:*}" "$NEW/${fs#*:}" -o nosuid,nodev,noexec ||
-            die "cannot mount ${fs%%:*} in $NEW"
-        MOUNTS+=("$NEW/${fs#*:}")
-    done
-    printf '#!/bin/sh\nexit 101\n' >"$NEW/usr/sbin/policy-rc.d"
-    chmod 0755 "$NEW/usr/sbin/policy-rc.d"
-    rm -f "$NEW/etc/resolv.conf"
-    cp -L /etc/resolv.conf "$NEW/etc/resolv.conf" 2>/dev/null || true
-    ARCHIVES="$NEW/var/cache/apt/archives"
-    mkdir -p "$ARCHIVES/partial"
-    find "$DEBS" -maxdepth 1 -name '*.deb' -exec cp -l -n -t "$ARCHIVES/" {} + 2>/dev/null || true
-    {
-        in_chroot "$NEW" apt-get -q update &&
-            in_chroot "$NEW" apt-get -q -y -o Dpkg::Options::=--force-confold --no-install-recommends \
-                install "${PACKAGES[@]}"
-    } >"$OUT/logs/apt.log" 2>&1 || {
-        tail -n 40 "$OUT/logs/apt.log" >&2
-        die "installing the variant's packages failed (see above and $OUT/logs/apt.log)"
-    }
-    for f in "$ARCHIVES"/*.deb; do
-        [[ -e "$f" && ! -e "$DEBS/${f##*/}" ]] && { cp -l "$f" "$DEBS/" 2>/dev/null || cp "$f" "$DEBS/"; }
-    done
-    in_chroot "$NEW" apt-get -q clean >/dev/null
-    rm -rf "$NEW"/var/lib/apt/lists/* "$NEW"/var/cache/apt/*.bin "$NEW/usr/sbin/policy-rc.d"
-    mkdir -p "$NEW/var/lib/apt/lists/partial"
-    rm -f "$NEW/etc/resolv.conf"
-    : >"$NEW/etc/resolv.conf"
-    # host keys are made per image below, not shared through the package stage
-    rm -f "$NEW"/etc/ssh/ssh_host_*
-    unmount_all
-    # shellcheck disable=SC2016 # dpkg-query's own format
-    in_chroot "$NEW" dpkg-query -W -f '${Package} ${Version}\n' | LC_ALL=C sort >"$NEW.packages"
+    variant_packages "$DEFAULT/base" "$NEW" "$DEBS" "$OUT/logs/apt.log" "${PACKAGES[@]}"
     rm -rf --one-file-system "$BASE"
     mv "$NEW" "$BASE"
     mv "$NEW.packages" "$BASE.packages"

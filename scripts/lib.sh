@@ -279,3 +279,69 @@ sanitizer_reports() {
     find "$1" -maxdepth 1 -type f \( -name 'asan.*' -o -name 'ubsan.*' \) -size +0 \
         -exec grep -lE 'ERROR: [A-Za-z]+Sanitizer|runtime error:|SUMMARY: [A-Za-z]+Sanitizer' {} + 2>/dev/null | sort
 }
+
+# ------------------------------------------------- guest image variants
+# Debian packages installed with --no-install-recommends into a copy of a
+# package stage (a chroot with proc, sys and devpts mounted, daemons kept from
+# starting by policy-rc.d), for the guest image's variants
+# (scripts/build-rootfs.sh --variant, scripts/build-rootfs-libvirt.sh).
+#
+#   variant_packages SRC NEW DEBS LOG PKG...   copy the tree SRC to NEW and
+#       install PKG... in it (.debs cached in DEBS, apt's output in LOG); write
+#       NEW.packages ("name version" lines). SSH host keys are left out (an
+#       image makes its own). Dies on failure, leaving no mount behind.
+variant_packages() { # <src> <new> <debs> <log> <pkg>...
+    local src=$1 new=$2 debs=$3 logf=$4 fs f archives
+    shift 4
+    local -a mounts=()
+    _variant_umount() {
+        local i
+        for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
+            umount "${mounts[i]}" 2>/dev/null || umount -l "${mounts[i]}" 2>/dev/null || true
+        done
+        mounts=()
+    }
+    _variant_chroot() {
+        chroot "$new" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LC_ALL=C \
+            DEBIAN_FRONTEND=noninteractive DEBCONF_NONINTERACTIVE_SEEN=true "$@"
+    }
+    rm -rf --one-file-system "$new"
+    mkdir -p "$debs"
+    cp -a "$src" "$new"
+    trap _variant_umount EXIT
+    for fs in proc:proc sysfs:sys devpts:dev/pts; do
+        mkdir -p "$new/${fs#*:}"
+        mount -t "${fs%%:*}" "${fs%%:*}" "$new/${fs#*:}" -o nosuid,nodev,noexec ||
+            die "cannot mount ${fs%%:*} in $new"
+        mounts+=("$new/${fs#*:}")
+    done
+    printf '#!/bin/sh\nexit 101\n' >"$new/usr/sbin/policy-rc.d"
+    chmod 0755 "$new/usr/sbin/policy-rc.d"
+    rm -f "$new/etc/resolv.conf"
+    cp -L /etc/resolv.conf "$new/etc/resolv.conf" 2>/dev/null || true
+    archives="$new/var/cache/apt/archives"
+    mkdir -p "$archives/partial"
+    find "$debs" -maxdepth 1 -name '*.deb' -exec cp -l -n -t "$archives/" {} + 2>/dev/null || true
+    {
+        _variant_chroot apt-get -q update &&
+            _variant_chroot apt-get -q -y -o Dpkg::Options::=--force-confold --no-install-recommends \
+                install "$@"
+    } >"$logf" 2>&1 || {
+        _variant_umount
+        tail -n 40 "$logf" >&2
+        die "installing the variant's packages failed (see above and $logf)"
+    }
+    for f in "$archives"/*.deb; do
+        [[ -e "$f" && ! -e "$debs/${f##*/}" ]] && { cp -l "$f" "$debs/" 2>/dev/null || cp "$f" "$debs/"; }
+    done
+    _variant_chroot apt-get -q clean >/dev/null
+    rm -rf "$new"/var/lib/apt/lists/* "$new"/var/cache/apt/*.bin "$new/usr/sbin/policy-rc.d"
+    mkdir -p "$new/var/lib/apt/lists/partial"
+    rm -f "$new/etc/resolv.conf"
+    : >"$new/etc/resolv.conf"
+    rm -f "$new"/etc/ssh/ssh_host_*
+    _variant_umount
+    trap - EXIT
+    # shellcheck disable=SC2016 # dpkg-query's own format
+    _variant_chroot dpkg-query -W -f '${Package} ${Version}\n' | LC_ALL=C sort >"$new.packages"
+}

@@ -77,6 +77,12 @@ tlog "meson compile -C $BUILD_DIR"
 t_built=$(now_s)
 cpu_built=$(cpu_ticks)
 
+# The guests' vCPUs on one host thread (TCG's round-robin) unless told
+# otherwise: with every core busy (three tests at a time, below), a guest
+# with a thread per vCPU spends about a quarter more CPU on the same work
+# (tests/guest/README.md), CPU the tests beside it need.
+export GUEST_TCG_THREAD="${GUEST_TCG_THREAD:-single}"
+
 # One test more at once than there are cores: a TCG guest suite keeps under
 # a core busy (meson.build, "Scheduling"). MESON_TESTTHREADS overrides it,
 # and so does a --num-processes among the arguments.

@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Set, TextIO, Union
 
+from . import managers
 from .discover import Facts
 from .errors import ApplyError, NettuneError, PrivilegeError
 from .host import Host
@@ -34,6 +35,7 @@ def preflight(host: Host, settings: List[Setting], store: StateStore) -> None:
         blocker = kind_of(s.kind).preflight(host, s)
         if blocker is not None:
             (denied if blocker.denied else problems).append(blocker.text)
+    problems += managers.refusals(host.root, settings)     # NetworkManager's and tuned's own values
     state_dir = existing_ancestor(os.path.dirname(store.path))
     if not os.access(state_dir, os.W_OK):
         denied.append(f"state directory {os.path.dirname(store.path)}")

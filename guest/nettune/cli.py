@@ -276,6 +276,8 @@ def _verify(host: Host, store: StateStore, plan: Plan, as_json: bool, out: TextI
     for d in drift:
         who = f"{d['iface']} " if d["iface"] else ""
         out.write(f"DRIFT {who}{d['label']}: want {d['want']}, have {d['have']}   ({d['target']})\n")
+        if d.get("cause"):
+            out.write(f"      by {d['cause']}\n")
     if drift:
         out.write(f"verify: {len(drift)} of {checked} settings differ from the plan "
                   f"(profile {plan.profile})\n")

@@ -18,6 +18,7 @@ from typing import Any, Dict, Iterable, Iterator, List, NamedTuple, Optional, Pa
 
 from .cpus import format_cpulist, parse_cpulist
 from .ethtool import Ethtool, EthtoolError, EthtoolInfo
+from .managers import Managers, detect as detect_managers, format_managers
 from .services import Services
 from .sysfs import Root
 
@@ -100,6 +101,7 @@ class Facts:
     irqbalance_running: bool
     interfaces: Dict[str, Interface]
     sysctls: Dict[str, Optional[str]]
+    managers: Managers = field(default_factory=Managers)
 
     def cpu_node(self, cpu: int) -> Optional[int]:
         for node, cpus in self.nodes.items():
@@ -115,6 +117,7 @@ class Facts:
             "cpu_flags": self.cpu_flags.to_json(), "irqbalance_running": self.irqbalance_running,
             "interfaces": {k: v.to_json() for k, v in sorted(self.interfaces.items())},
             "sysctls": dict(sorted(self.sysctls.items())),
+            "managers": self.managers.to_json(),
         }
 
 
@@ -393,6 +396,7 @@ def discover(root: Root, ethtool: Optional[Ethtool], services: Optional[Services
         kernel=root.read_value("/proc/sys/kernel/osrelease"), online_cpus=online, nr_cpu_ids=nr_cpu_ids,
         nodes=nodes, isolated=isolated, nohz_full=nohz, cpu_flags=discover_cpu_flags(root),
         irqbalance_running=running, interfaces=ifaces, sysctls=values,
+        managers=detect_managers(root, sorted(selected & set(ifaces))),
     )
 
 
@@ -419,6 +423,7 @@ def _format_host(facts: Facts) -> List[str]:
     out.append(f"isolated      {format_cpulist(facts.isolated) or 'none'}"
                + (f"   nohz_full {format_cpulist(facts.nohz_full)}" if facts.nohz_full else ""))
     out.append(f"irqbalance    {'running' if facts.irqbalance_running else 'not running'}")
+    out += format_managers(facts.managers)
     fl = facts.cpu_flags
     out.append(f"CPU           {fl.model_name or 'unknown'} ({fl.vendor or '?'}"
                f"{', guest' if fl.hypervisor else ''})")

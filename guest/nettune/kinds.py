@@ -2,7 +2,7 @@
 
 Every setting of a plan names its kind: a CPU list in /proc/irq ("irq"), a CPU
 mask in sysfs ("mask"), a sysctl, an ethtool operation, a service that runs or
-not, a whole file. Apply, verify, revert and rollback are generic loops; all
+not, a whole file, the ethtool properties of a NetworkManager connection ("nm"). Apply, verify, revert and rollback are generic loops; all
 they know of a kind they ask its handler in `KINDS`: how to read the live value,
 compare and show it, write it, check beforehand that it can be written, record
 the previous value and find the target again when restoring it.
@@ -18,12 +18,12 @@ import os
 import posixpath
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Dict, List, NamedTuple, Optional, Type, TypeVar
 
-from . import linkfiles
+from . import linkfiles, nm
 from .cpus import parse_cpulist, parse_mask
 from .errors import ApplyError, NettuneError
 from .ethtool import EthtoolError, command as ethtool_command
 from .host import Host, IrqNumbers
-from .services import ServiceError
+from .services import ServiceError, find_pids
 
 if TYPE_CHECKING:
     from typing import Protocol
@@ -429,3 +429,78 @@ def existing_ancestor(path: str) -> str:
     while not os.path.isdir(d):
         d = os.path.dirname(d)
     return d
+
+
+# --- NetworkManager connections -----------------------------------------------------------------
+@register
+class NmKind(Kind):
+    """ethtool.* properties of a NetworkManager connection file (want: {"ethtool": {prop: value}}).
+
+    The value read holds the properties and the file's whole text, so that what a
+    state file records as previous restores the file exactly."""
+
+    name = "nm"
+
+    def read(self, host: Host, s: Setting) -> Any:
+        try:
+            text = host.root.read(s.target)
+        except OSError:
+            return MISSING
+        props = nm.parse_keyfile(text, s.target).ethtool()
+        return {"ethtool": {k: props.get(k) for k in s.want["ethtool"]}, "keyfile": text}
+
+    def norm(self, value: Any) -> Any:
+        return value.get("ethtool") if isinstance(value, dict) else value
+
+    def show(self, value: Any) -> str:
+        if isinstance(value, dict):
+            props = value.get("ethtool") or {}
+            return " ".join(f"ethtool.{k} {'unset' if v is None else _onoff(v)}"
+                            for k, v in sorted(props.items())) or "(none)"
+        return super().show(value)
+
+    def _nm_runs(self, host: Host) -> bool:
+        return host.live and bool(find_pids(host.root, "NetworkManager"))
+
+    def write(self, host: Host, target: str, iface: Optional[str], value: Any) -> List[List[str]]:
+        if "keyfile" in value:            # back to a recorded file, exactly
+            try:
+                nm.write_text(host.root, target, value["keyfile"])
+            except OSError as e:
+                raise ApplyError(f"cannot restore {target}: {e.strerror or e}") from None
+            argv = ["nmcli", "connection", "load", target]
+            return [self._run(host, argv)] if self._nm_runs(host) else [argv]
+        try:
+            kf = nm.parse_keyfile(host.root.read(target), target)
+        except OSError as e:
+            raise ApplyError(f"cannot read {target}: {e.strerror or e}") from None
+        props = value["ethtool"]
+        argv = ["nmcli", "connection", "modify", kf.uuid or kf.id]
+        for k, v in sorted(props.items()):
+            argv += [f"ethtool.{k}", nm.nmcli_value(k, v)]
+        if self._nm_runs(host):
+            return [self._run(host, argv)]
+        text = nm.set_keys(kf.text, "ethtool", {k: nm.keyfile_value(k, v) for k, v in sorted(props.items())})
+        try:
+            nm.write_text(host.root, target, text)
+        except OSError as e:
+            raise ApplyError(f"cannot write {target}: {e.strerror or e}") from None
+        return [argv]
+
+    def _run(self, host: Host, argv: List[str]) -> List[str]:
+        try:
+            return host.services.run(argv)
+        except ServiceError as e:
+            raise ApplyError(str(e)) from None
+
+    def preflight(self, host: Host, s: Setting) -> Optional[Blocker]:
+        if not host.root.exists(s.target):
+            return Blocker(False, f"{s.target} does not exist ({s.label})")
+        if not host.live and not os.access(host.root.host_path(s.target), os.W_OK):
+            return Blocker(True, s.target)
+        return None
+
+    def locate(self, host: Host, target: str, irq_action: Optional[str], irqs: IrqNumbers) -> Location:
+        if not host.root.exists(target):
+            return Location(None, f"{target} no longer exists")
+        return Location(target)

@@ -136,7 +136,7 @@ def link_files(root: Root) -> List[LinkFile]:
     return out
 
 
-def _device(root: Root, iface: str) -> Dict[str, str]:
+def device(root: Root, iface: str) -> Dict[str, str]:
     """What udev matches a .link file's [Match] keys against, from sysfs."""
     base = f"/sys/class/net/{iface}"
     drv = path = ""
@@ -178,7 +178,7 @@ def _matches(lf: LinkFile, dev: Dict[str, str]) -> Optional[bool]:
 def owners(root: Root, iface: str, files: Optional[List[LinkFile]] = None) -> List[LinkFile]:
     """The .link files udev may apply to `iface`: those that may match, up to the first that
     surely does (udev applies the first match only)."""
-    dev = _device(root, iface)
+    dev = device(root, iface)
     out: List[LinkFile] = []
     for lf in (files if files is not None else link_files(root)):
         m = _matches(lf, dev)

@@ -15,6 +15,7 @@ from .cpus import format_cpulist, format_mask, parse_cpulist
 from .discover import Facts, Interface, iface_sysctl, sysctl_path
 from .errors import UsageError
 from .kinds import DROPIN_RELOAD, kind_of
+from .managers import plan_settings
 from .profiles import PROFILES, REASONS, Config, Profile
 
 STAGE_ETHTOOL = 0   # may re-create queues and IRQs: discovery runs again after it
@@ -29,9 +30,9 @@ IRQBALANCE_DROPIN = "/etc/systemd/system/irqbalance.service.d/90-nettune.conf"
 @dataclass
 class Setting:
     key: str              # stable identity of the setting
-    kind: str             # irq | mask | sysctl | ethtool | service | file
+    kind: str             # irq | mask | sysctl | ethtool | service | file | nm
     target: str           # file path; ethtool operation; service name
-    want: Any             # str (files), dict (ethtool), bool (service active), str|None (file)
+    want: Any             # str (files), dict (ethtool), bool (service active), str|None (file), dict (nm)
     reason: str
     iface: Optional[str] = None
     label: str = ""       # what a person calls it: "IRQ 24 eth0-TxRx-0"
@@ -187,6 +188,7 @@ def make_plan(facts: Facts, config: Config) -> Plan:
         nic_settings, layouts[name] = _interface(inp, facts.interfaces[name])
         settings += nic_settings
     settings += _sysctls(inp, ifnames)
+    settings += plan_settings(facts.managers, settings, inp.notes)
     irqbalance, post = _irqbalance(inp, settings, layouts)
     return Plan(profile=prof.name, housekeeping=hk, layouts=layouts, settings=settings + irqbalance,
                 notes=inp.notes, post_commands=post)

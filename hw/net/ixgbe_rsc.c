@@ -45,6 +45,24 @@
  * not coalesce.  Closing raises the queue's interrupt cause, as a frame
  * written back does.
  *
+ * The interval does not close an aggregate while the queue's MSI-X vector
+ * is masked (as it is while the driver polls the queue; for eight
+ * intervals from its first segment at most), nor one that
+ * holds a single segment which came less than an interval ago.  Linux's
+ * GRO holds a lone full-sized segment for the rest of the driver's poll
+ * and appends the next frame of its flow to it; the stock driver gives
+ * an RSC frame a gso_size but no segment count, so when that next frame
+ * is an aggregate GRO neither counts its segments nor rewrites the IP
+ * length, and IP trims the merged frame back to the lone segment: the
+ * aggregate's payload is lost and the sender retransmits it.  Aggregates
+ * are thus written back when the driver is about to be interrupted, not
+ * in the middle of its poll, and a lone segment only when its flow has
+ * been quiet for an interval.  After a lone segment without PSH, the
+ * flow's segments are not coalesced (each goes as a frame of its own,
+ * which GRO merges rightly) until the vector has interrupted since and
+ * been unmasked again: the driver has ended the poll that took it.  This
+ * state is not migrated; a destination coalesces at once.
+ *
  * Aggregates do not migrate: they are closed when the VM stops, before
  * the last pass of RAM, so the destination finds them written back like
  * any aggregate whose interval ended, and the stream has no new state.
@@ -201,6 +219,16 @@ static int rsc_vector(IxgbeCore *core, unsigned q)
     return 0;
 }
 
+/* The queue's MSI-X vector, -1 outside MSI-X mode */
+static int rsc_msix_vector(IxgbeCore *core, unsigned q)
+{
+    if (!msix_enabled(core->owner) ||
+        !(ixgbe_get(core, IXGBE_GPIE) & IXGBE_GPIE_MSIX_MODE)) {
+        return -1;
+    }
+    return rsc_vector(core, q);
+}
+
 /* When an aggregate opened now must close; -1: the queue cannot coalesce */
 static int64_t rsc_deadline(IxgbeCore *core, unsigned q)
 {
@@ -218,6 +246,35 @@ static int64_t rsc_deadline(IxgbeCore *core, unsigned q)
         return timer_expire_time_ns(core->vec[v].timer);
     }
     return qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + ns;
+}
+
+/* How many intervals a masked vector keeps an aggregate open at most */
+#define RSC_MASKED_INTERVALS 8
+
+/*
+ * An aggregate whose interval ended is kept open (until the time
+ * returned; -1: it closes now) while it holds a single segment that came
+ * less than an interval ago, and while its MSI-X vector is masked, for
+ * RSC_MASKED_INTERVALS intervals from its first segment at most (a
+ * driver that polls without ever unmasking still gets its segments).
+ */
+static int64_t rsc_hold(IxgbeCore *core, const IxgbeRscCtx *c, int64_t now)
+{
+    int v = rsc_vector(core, c->queue);
+    uint64_t ns = v < 0 ? 0 : rsc_vector_itr(core, v);
+
+    if (!ns) {
+        return -1;
+    }
+    if (c->segs == 1 && now < c->opened + (int64_t)ns) {
+        return c->opened + ns;
+    }
+    if (rsc_msix_vector(core, c->queue) >= 0 &&
+        !(core->vec_mask & BIT_ULL(v)) &&
+        now < c->opened + RSC_MASKED_INTERVALS * (int64_t)ns) {
+        return MIN(now + ns, c->opened + RSC_MASKED_INTERVALS * ns);
+    }
+    return -1;
 }
 
 /* RSCCTL.MAXDESC: 1, 4, 8 or 16 descriptors */
@@ -331,6 +388,74 @@ static void rsc_fix_header(IxgbeCore *core, IxgbeRscCtx *c)
     }
 }
 
+static IxgbeRscLone *rsc_lone_find(IxgbeRsc *rsc, bool ip6, uint16_t vlan,
+                                    const uint8_t *key)
+{
+    for (unsigned i = 0; rsc->nlone && i < IXGBE_RSC_CONTEXTS; i++) {
+        IxgbeRscLone *l = &rsc->lone[i];
+
+        if (l->valid && l->ip6 == ip6 && l->vlan == vlan &&
+            !memcmp(l->key, key, sizeof(l->key))) {
+            return l;
+        }
+    }
+    return NULL;
+}
+
+/*
+ * A segment of a flow goes to queue q as a frame of its own, without PSH:
+ * the flow is not coalesced until the queue's vector has interrupted
+ * since and been unmasked again (the driver has ended the poll that took
+ * the segment).
+ */
+static void rsc_lone(IxgbeCore *core, unsigned q, bool ip6, uint16_t vlan,
+                     const uint8_t *key)
+{
+    IxgbeRsc *rsc = core->rsc;
+    int v = rsc_msix_vector(core, q);
+    IxgbeRscLone *l = rsc_lone_find(rsc, ip6, vlan, key);
+
+    if (v < 0) {
+        return;
+    }
+    for (unsigned i = 0; !l && i < IXGBE_RSC_CONTEXTS; i++) {
+        if (!rsc->lone[i].valid) {
+            l = &rsc->lone[i];
+            rsc->nlone++;
+        }
+    }
+    if (!l) {
+        /* Too many: the oldest stays, this flow is coalesced again */
+        return;
+    }
+    l->valid = true;
+    l->ip6 = ip6;
+    l->vlan = vlan;
+    l->vector = v;
+    l->fired = rsc->fired[v];
+    memcpy(l->key, key, sizeof(l->key));
+}
+
+/* Whether a flow that went alone must still wait to be coalesced */
+static bool rsc_lone_waits(IxgbeCore *core, unsigned q, bool ip6,
+                           uint16_t vlan, const uint8_t *key)
+{
+    IxgbeRsc *rsc = core->rsc;
+    IxgbeRscLone *l = rsc->nlone ? rsc_lone_find(rsc, ip6, vlan, key) : NULL;
+
+    if (!l) {
+        return false;
+    }
+    if (rsc->fired[l->vector] != l->fired &&
+        (core->vec_mask & BIT_ULL(l->vector))) {
+        l->valid = false;
+        rsc->nlone--;
+        return false;
+    }
+    rsc_lone(core, q, ip6, vlan, key);
+    return true;
+}
+
 /*
  * Close an aggregate: header, then descriptors from the last to the
  * first, so a driver that sees the first finds the chain complete.
@@ -363,6 +488,9 @@ static void rsc_close(IxgbeCore *core, IxgbeRscCtx *c, int why, bool raise)
     }
     trace_ixgbe_rsc_close(c->queue, c->idx[0], c->segs, c->payload,
                           c->ndesc, why);
+    if (c->segs == 1 && !(c->flags & TCP_FLAG_PSH)) {
+        rsc_lone(core, c->queue, c->ip6, c->vlan, c->key);
+    }
     c->open = false;
     rsc->nopen--;
     if (raise) {
@@ -447,6 +575,7 @@ static IxgbeRscResult rsc_open(IxgbeCore *core, unsigned q,
     c->hash = f->hash;
     c->status = f->status;
     c->deadline = deadline;
+    c->opened = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     memcpy(c->key, s->key, sizeof(c->key));
     memcpy(c->hdr, f->hdr + s->l3off, s->l3len + s->l4len);
     memset(c->cnt, 1, sizeof(c->cnt));
@@ -562,6 +691,11 @@ IxgbeRscResult ixgbe_rsc_rx(IxgbeCore *core, unsigned q,
         rsc_close(core, c, s.seq == c->next_seq ? RSC_CLOSE_FULL
                                                  : RSC_CLOSE_ORDER, true);
     }
+    if (!(s.flags & TCP_FLAG_PSH) &&
+        rsc_lone_waits(core, q, s.ip6,
+                       f->has_vlan ? lduw_be_p(f->hdr + 14) : 0, s.key)) {
+        return IXGBE_RSC_PASS;
+    }
     return rsc_open(core, q, f, &s, bufsz, maxdesc, deadline);
 }
 
@@ -580,6 +714,16 @@ static void rsc_close_where(IxgbeCore *core, int queue, int vector, int why,
         if (vector >= 0 && rsc_vector(core, c->queue) >= 0 &&
             rsc_vector(core, c->queue) != vector) {
             continue;
+        }
+        if (why == RSC_CLOSE_IRQ && c->segs == 1) {
+            int64_t hold = rsc_hold(core, c,
+                                    qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL));
+
+            if (hold >= 0) {
+                c->deadline = hold;
+                closed = true;          /* re-arm */
+                continue;
+            }
         }
         rsc_close(core, c, why, raise);
         closed = true;
@@ -607,8 +751,17 @@ static void ixgbe_rsc_timer(void *opaque)
         return;
     }
     for (unsigned i = 0; rsc->nopen && i < IXGBE_RSC_CONTEXTS; i++) {
-        if (rsc->ctx[i].open && rsc->ctx[i].deadline <= now) {
-            rsc_close(core, &rsc->ctx[i], RSC_CLOSE_TIMER, true);
+        IxgbeRscCtx *c = &rsc->ctx[i];
+        int64_t hold;
+
+        if (!c->open || c->deadline > now) {
+            continue;
+        }
+        hold = rsc_hold(core, c, now);
+        if (hold < 0) {
+            rsc_close(core, c, RSC_CLOSE_TIMER, true);
+        } else {
+            c->deadline = hold;
         }
     }
     rsc_arm(core);
@@ -668,7 +821,9 @@ static void ixgbe_rsc_reset(IxgbeCore *core)
 {
     timer_del(core->rsc->timer);
     memset(core->rsc->ctx, 0, sizeof(core->rsc->ctx));
+    memset(core->rsc->lone, 0, sizeof(core->rsc->lone));
     core->rsc->nopen = 0;
+    core->rsc->nlone = 0;
 }
 
 /* An interrupt on vector (-1: the only one) ends its queues' intervals */
@@ -676,6 +831,9 @@ static void ixgbe_rsc_before_irq(IxgbeCore *core, int vector)
 {
     if (core->rsc->nopen) {
         rsc_close_where(core, -1, vector, RSC_CLOSE_IRQ, false);
+    }
+    if (vector >= 0) {
+        core->rsc->fired[vector]++;
     }
 }
 

@@ -71,6 +71,7 @@ typedef struct IxgbeRscCtx {
     uint32_t hash;
     uint32_t status;
     int64_t deadline;           /* closed at the latest then */
+    int64_t opened;             /* when its first segment came */
     uint8_t key[36];            /* addresses and ports */
     uint8_t hdr[IXGBE_RSC_HDR_MAX];     /* IP and TCP header, first seg */
     uint8_t last[14];           /* ack, window, timestamps: the last seg */
@@ -81,8 +82,21 @@ typedef struct IxgbeRscCtx {
     uint64_t buf[IXGBE_RSC_MAX_DESC];   /* buffer addresses */
 } IxgbeRscCtx;
 
+/* A flow whose last frame went to its MSI-X vector's queue alone */
+typedef struct IxgbeRscLone {
+    bool valid;
+    bool ip6;
+    uint8_t vector;
+    uint16_t vlan;
+    uint32_t fired;             /* the vector's interrupts by then */
+    uint8_t key[36];
+} IxgbeRscLone;
+
 typedef struct IxgbeRsc {
     IxgbeRscCtx ctx[IXGBE_RSC_CONTEXTS];
+    IxgbeRscLone lone[IXGBE_RSC_CONTEXTS];
+    uint32_t nlone;
+    uint32_t fired[IXGBE_MSIX_VECTORS];
     QEMUTimer *timer;           /* the earliest open deadline */
     uint32_t nopen;
 } IxgbeRsc;

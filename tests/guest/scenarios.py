@@ -155,8 +155,9 @@ def iperf3_both_ways(g: Guest, log_dir: Path, seconds: int = 3, min_mbps: float 
     """guest->host and host->guest TCP through slirp to an iperf3 on the
     host's loopback. Returns Mbit/s per direction."""
     out = {}
-    with HostIperf3Server(log_dir) as srv:
-        for name, reverse in (("guest->host", False), ("host->guest", True)):
+    # one server per direction (see check_back_to_back)
+    with HostIperf3Server(log_dir) as there, HostIperf3Server(log_dir) as back:
+        for srv, name, reverse in ((there, "guest->host", False), (back, "host->guest", True)):
             mbps, _ = iperf3_summary(g.vm.iperf3_client(HOST_IP, srv.port, seconds, reverse=reverse))
             out[name] = mbps
     for name, mbps in out.items():
@@ -260,13 +261,18 @@ def check_back_to_back(
         assert r.ok and " 0% packet loss" in r.stdout, f"ping at MTU {mtu} failed:\n{r.stdout}"
         r = vm.ping(f"{WIRE_NET}.1", count=3, size=payload, dont_fragment=True, netns="peer")
         assert r.ok and " 0% packet loss" in r.stdout, f"ping back at MTU {mtu} failed:\n{r.stdout}"
-    vm.sh("ip netns exec peer iperf3 -s -D -p 5201 --logfile /tmp/iperf3-peer.log")
-    vm.wait_until(
-        "iperf3 server in netns peer",
-        lambda: "LISTEN" in vm.run("ip netns exec peer ss -ltn 'sport = :5201'").stdout,
-    )
-    for name, reverse in ((f"{a}->{b}", False), (f"{b}->{a}", True)):
-        mbps, _ = iperf3_summary(vm.iperf3_client(f"{WIRE_NET}.2", 5201, seconds, reverse=reverse))
+    # One server per direction: an iperf3 server closes and reopens its
+    # listening socket after each test, and a client that comes in between
+    # is reset.
+    ports = (5201, 5202)
+    for port in ports:
+        vm.sh(f"ip netns exec peer iperf3 -s -D -p {port} --logfile /tmp/iperf3-peer-{port}.log")
+        vm.wait_until(
+            f"iperf3 server on port {port} in netns peer",
+            lambda port=port: "LISTEN" in vm.run(f"ip netns exec peer ss -ltn 'sport = :{port}'").stdout,
+        )
+    for port, (name, reverse) in zip(ports, ((f"{a}->{b}", False), (f"{b}->{a}", True))):
+        mbps, _ = iperf3_summary(vm.iperf3_client(f"{WIRE_NET}.2", port, seconds, reverse=reverse))
         assert mbps > 1.0, f"iperf3 {name}: {mbps:.2f} Mbit/s"
         out[name] = mbps
     after = (vm.ethtool_stats(a), vm.ethtool_stats(b, netns="peer"))

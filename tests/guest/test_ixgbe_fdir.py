@@ -13,6 +13,8 @@ Intel's set_irq_affinity script sets them up for ATR).
 
 from __future__ import annotations
 
+import contextlib
+
 import re
 import time
 
@@ -119,9 +121,12 @@ def test_atr_rx_follows_sending_cpu(require_ixgbe: None, make_vm: VMFactory) -> 
             pinned += 1
     assert pinned == NQUEUES, f"{pinned} queue interrupts found in /proc/interrupts"
     report = []
-    with HostIperf3Server(vm.log_dir) as srv:
+    with contextlib.ExitStack() as stack:
+        # one server per run: an iperf3 server closes and reopens its
+        # listening socket after each test, and a client in between is reset
+        servers = [stack.enter_context(HostIperf3Server(vm.log_dir)) for _ in range(NQUEUES)]
         matched = stat(g, "fdir_match")
-        for cpu in range(NQUEUES):
+        for cpu, srv in enumerate(servers):
             before = rx_queue_packets(vm.ethtool_stats(dev))
             r = vm.run(f"taskset -c {cpu} iperf3 -c {HOST_IP} -p {srv.port} -t 3 -J", timeout=90)
             assert r.ok, f"iperf3 from CPU {cpu} failed:\n{r.stdout}"

@@ -204,13 +204,17 @@ def test_pf_and_peer_ping_the_vfs(g: Guest) -> None:
 
 
 def test_iperf3_vf_to_vf(g: Guest) -> None:
-    in_netns(g.vm, "vf1", "iperf3 -s -D -p 5201 --logfile /tmp/iperf3-vf1.log")
-    g.vm.wait_until(
-        "iperf3 server in netns vf1",
-        lambda: "5201" in g.vm.run("ip netns exec vf1 ss -ltn").stdout,
-    )
-    for reverse in (False, True):
-        report = g.vm.iperf3_client(VFS[1], 5201, IPERF_SECONDS, reverse=reverse, netns="vf0")
+    # one server per direction: an iperf3 server closes and reopens its
+    # listening socket after each test, and a client in between is reset
+    ports = (5201, 5202)
+    for port in ports:
+        in_netns(g.vm, "vf1", f"iperf3 -s -D -p {port} --logfile /tmp/iperf3-vf1-{port}.log")
+        g.vm.wait_until(
+            f"iperf3 server on port {port} in netns vf1",
+            lambda port=port: f":{port}" in g.vm.run("ip netns exec vf1 ss -ltn").stdout,
+        )
+    for port, reverse in zip(ports, (False, True)):
+        report = g.vm.iperf3_client(VFS[1], port, IPERF_SECONDS, reverse=reverse, netns="vf0")
         mbps, retransmits = iperf3_summary(report)
         print(f"iperf3 VF0 {'<-' if reverse else '->'} VF1: {mbps:.1f} Mbit/s, {retransmits} retransmits")
         assert mbps > 1.0, report

@@ -731,6 +731,190 @@ static void test_migration(void)
     ixgbe_test_stop(&t);
 }
 
+/*
+ * A segment that opens an aggregate late in the vector's running
+ * interval is not written back alone when the interval ends (or its
+ * interrupt fires): it waits a whole interval for the next segment of
+ * its flow, which joins it.
+ */
+static void test_lone_segment(void)
+{
+    static const unsigned i0[] = { 0 }, c1[] = { 1 }, i12[] = { 1, 2 },
+                          c12[] = { 1, 2 };
+    Seg s[3] = { seg(0, 0, 300), seg(0, 1, 300), seg(0, 2, 300) };
+    IxgbeTest t;
+    RxRing r;
+
+    start_rsc(&t, &r);
+    qpci_msix_enable(t.dev);
+    wr(&t, IXGBE_GPIE, IXGBE_GPIE_MSIX_MODE | GPIE_PBA_SUPPORT);
+    wr(&t, IXGBE_EIMS, 1);
+
+    /* PSH: written back at once; vector 0 fires, its interval starts */
+    s[0].flags |= TCP_PSH;
+    send_seg(&t, &s[0]);
+    wait_rx(&t, 1);
+    check_aggregate(&t, &r, i0, 1, c1, s, 1);
+    g_assert_true(qpci_msix_pending(t.dev, 0));
+    wr(&t, IXGBE_PBACL, 1);
+
+    qtest_clock_step(t.qts, ITR_NS / 2);
+    send_seg(&t, &s[1]);
+    wait_rx(&t, 2);
+    /* The interval ends; the cause left in EICR fires the vector again */
+    qtest_clock_step(t.qts, ITR_NS / 2);
+    g_assert_true(qpci_msix_pending(t.dev, 0));
+    assert_open(&t, &r, 1);
+    send_seg(&t, &s[2]);
+    wait_rx(&t, 3);
+    qtest_clock_step(t.qts, ITR_NS / 2 - 1);
+    assert_open(&t, &r, 1);
+    qtest_clock_step(t.qts, 1);
+    check_aggregate(&t, &r, i12, 2, c12, s + 1, 2);
+    ixgbe_test_stop(&t);
+}
+
+/*
+ * A segment without PSH written back alone (its flow was quiet for an
+ * interval) is held by Linux's GRO until the driver ends its poll: the
+ * flow's next segments go alone too, which GRO can merge, until the
+ * vector has interrupted since and been unmasked again; then they
+ * coalesce.
+ */
+static void test_after_lone(void)
+{
+    static const unsigned i1[] = { 1 }, c1[] = { 1 }, i45[] = { 4, 5 },
+                          c12[] = { 1, 2 };
+    Seg s[6];
+    uint8_t wb[DESC_SIZE];
+    IxgbeTest t;
+    RxRing r;
+
+    for (unsigned i = 0; i < 6; i++) {
+        s[i] = seg(0, i, 300);
+    }
+    start_rsc(&t, &r);
+    qpci_msix_enable(t.dev);
+    wr(&t, IXGBE_GPIE, IXGBE_GPIE_MSIX_MODE | IXGBE_GPIE_EIAME |
+       GPIE_PBA_SUPPORT);
+    wr(&t, IXGBE_EIAM_EX0, 1);
+    wr(&t, IXGBE_EIAC, 1);
+    wr(&t, IXGBE_EIMS, 1);
+
+    /* Segment 0 has PSH; segment 1 is alone for an interval */
+    s[0].flags |= TCP_PSH;
+    send_seg(&t, &s[0]);
+    wait_rx(&t, 1);
+    wr(&t, IXGBE_EIMS, 1);
+    qtest_clock_step(t.qts, ITR_NS);
+    send_seg(&t, &s[1]);
+    wait_rx(&t, 2);
+    qtest_clock_step(t.qts, ITR_NS);
+    check_aggregate(&t, &r, i1, 1, c1, s + 1, 1);
+    /* ...and its interrupt masked the vector: the driver polls */
+    g_assert_cmphex(rd(&t, IXGBE_EIMS) & 1, ==, 0);
+    send_seg(&t, &s[2]);
+    send_seg(&t, &s[3]);
+    wait_rx(&t, 4);
+    check_alone(&t, &r, 2, &s[2], wb);
+    check_alone(&t, &r, 3, &s[3], wb);
+
+    /* Unmasked: the causes they raised interrupt at the interval's end */
+    wr(&t, IXGBE_EIMS, 1);
+    qtest_clock_step(t.qts, ITR_NS);
+    g_assert_cmphex(rd(&t, IXGBE_EIMS) & 1, ==, 0);
+    wr(&t, IXGBE_EIMS, 1);
+    send_seg(&t, &s[4]);
+    send_seg(&t, &s[5]);
+    wait_rx(&t, 6);
+    assert_open(&t, &r, 4);
+    qtest_clock_step(t.qts, ITR_NS);
+    check_aggregate(&t, &r, i45, 2, c12, s + 4, 2);
+    ixgbe_test_stop(&t);
+}
+
+/*
+ * While the driver polls a queue, the queue's MSI-X vector is masked
+ * (EIAM masked it as it fired): the end of the throttle interval does
+ * not close an aggregate then.  So a segment that came late in the
+ * interval is not written back alone ahead of the rest of its burst,
+ * which the Linux stack would take for a segment and an aggregate to
+ * merge (GRO then loses the aggregate's payload: the driver gives RSC
+ * frames no segment count).  Once the vector is unmasked, its interrupt
+ * closes the aggregate.
+ */
+static void test_masked_vector(void)
+{
+    static const unsigned i0[] = { 0 }, c1[] = { 1 }, i12[] = { 1, 2 },
+                          c12[] = { 1, 2 };
+    Seg s[3] = { seg(0, 0, 300), seg(0, 1, 300), seg(0, 2, 300) };
+    IxgbeTest t;
+    RxRing r;
+
+    start_rsc(&t, &r);
+    qpci_msix_enable(t.dev);
+    wr(&t, IXGBE_GPIE, IXGBE_GPIE_MSIX_MODE | IXGBE_GPIE_EIAME |
+       GPIE_PBA_SUPPORT);
+    wr(&t, IXGBE_EIAM_EX0, 1);
+    wr(&t, IXGBE_EIMS, 1);
+
+    /* PSH: written back at once; vector 0 fires and masks itself */
+    s[0].flags |= TCP_PSH;
+    send_seg(&t, &s[0]);
+    wait_rx(&t, 1);
+    check_aggregate(&t, &r, i0, 1, c1, s, 1);
+    g_assert_true(qpci_msix_pending(t.dev, 0));
+    g_assert_cmphex(rd(&t, IXGBE_EIMS) & 1, ==, 0);
+
+    send_seg(&t, &s[1]);
+    wait_rx(&t, 2);
+    qtest_clock_step(t.qts, 3 * ITR_NS);
+    assert_open(&t, &r, 1);
+    send_seg(&t, &s[2]);
+    wait_rx(&t, 3);
+    assert_open(&t, &r, 1);
+
+    wr(&t, IXGBE_EIMS, 1);
+    qtest_clock_step(t.qts, ITR_NS);
+    check_aggregate(&t, &r, i12, 2, c12, s + 1, 2);
+    ixgbe_test_stop(&t);
+}
+
+/*
+ * A driver that polls and never unmasks the vector still gets its
+ * segments: eight intervals after the first segment, the aggregate is
+ * written back.
+ */
+static void test_masked_bound(void)
+{
+    static const unsigned i0[] = { 0 }, c1[] = { 1 }, i12[] = { 1, 2 },
+                          c12[] = { 1, 2 };
+    Seg s[3] = { seg(0, 0, 300), seg(0, 1, 300), seg(0, 2, 300) };
+    IxgbeTest t;
+    RxRing r;
+
+    start_rsc(&t, &r);
+    qpci_msix_enable(t.dev);
+    wr(&t, IXGBE_GPIE, IXGBE_GPIE_MSIX_MODE | IXGBE_GPIE_EIAME |
+       GPIE_PBA_SUPPORT);
+    wr(&t, IXGBE_EIAM_EX0, 1);
+    wr(&t, IXGBE_EIMS, 1);
+    s[0].flags |= TCP_PSH;
+    send_seg(&t, &s[0]);
+    wait_rx(&t, 1);
+    check_aggregate(&t, &r, i0, 1, c1, s, 1);
+    g_assert_cmphex(rd(&t, IXGBE_EIMS) & 1, ==, 0);
+
+    send_seg(&t, &s[1]);
+    send_seg(&t, &s[2]);
+    wait_rx(&t, 3);
+    qtest_clock_step(t.qts, 8 * ITR_NS - 1);
+    assert_open(&t, &r, 1);
+    qtest_clock_step(t.qts, 1);
+    check_aggregate(&t, &r, i12, 2, c12, s + 1, 2);
+    ixgbe_test_stop(&t);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -749,5 +933,9 @@ int main(int argc, char **argv)
     qtest_add_func("ixgbe/rsc/off", test_rsc_off);
     qtest_add_func("ixgbe/rsc/ring-full", test_ring_full);
     qtest_add_func("ixgbe/rsc/migration", test_migration);
+    qtest_add_func("ixgbe/rsc/masked-vector", test_masked_vector);
+    qtest_add_func("ixgbe/rsc/lone-segment", test_lone_segment);
+    qtest_add_func("ixgbe/rsc/after-lone", test_after_lone);
+    qtest_add_func("ixgbe/rsc/masked-bound", test_masked_bound);
     return g_test_run();
 }

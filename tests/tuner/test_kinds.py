@@ -25,6 +25,7 @@ from nettune.plan import Plan, Setting, make_plan
 from nettune.profiles import PROFILES, Config
 from nettune.sysfs import Root
 from test_discover import facts_of
+from test_managers import managed
 
 NT = Callable[..., Result]
 TREE = Callable[[str], str]
@@ -40,8 +41,11 @@ def plans(name: str) -> Iterator[Plan]:
             yield make_plan(facts, Config(profile=profile, irqbalance=irqbalance))
 
 
-def test_every_planned_kind_has_a_handler_and_every_handler_is_planned() -> None:
+def test_every_planned_kind_has_a_handler_and_every_handler_is_planned(tree: TREE) -> None:
     planned = {s.kind for name in ALL_TREES for plan in plans(name) for s in plan.settings}
+    # a NetworkManager connection ("nm"): the recorded ixgbe tree with NetworkManager (test_managers.py)
+    host = cli.build_host(managed(tree))
+    planned |= {s.kind for s in make_plan(cli._discover_fn(host, Config())(), Config()).settings}
     assert planned == set(KINDS)
     assert all(kind_of(k).name == k for k in KINDS)
     with pytest.raises(ValueError, match="unknown setting kind nope"):

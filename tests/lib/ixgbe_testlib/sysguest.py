@@ -66,13 +66,18 @@ class RootfsImage:
 
 def rootfs_image(suite: str = "bookworm", variant: str = "") -> RootfsImage:
     """The built image of a suite; `variant` "libvirt" is the libvirt-host
-    variant (scripts/build-rootfs-libvirt.sh, in build/rootfs-libvirt)."""
+    variant (scripts/build-rootfs-libvirt.sh, in build/rootfs-libvirt), any
+    other a variant of scripts/build-rootfs.sh --variant (scripts/rootfs/variants/
+    NAME.txt, in build/rootfs-NAME)."""
     if suite not in SUITES:
         raise HarnessError(f"unknown rootfs suite {suite!r}; expected one of {', '.join(SUITES)}")
-    if variant not in ("", "libvirt"):
-        raise HarnessError(f"unknown rootfs variant {variant!r}; expected libvirt or none")
+    if variant and not (REPO_ROOT / "scripts" / "rootfs" / "variants" / f"{variant}.txt").is_file():
+        raise HarnessError(f"unknown rootfs variant {variant!r}: no scripts/rootfs/variants/{variant}.txt")
     d = build_dir() / ("rootfs-" + variant if variant else "rootfs") / suite
-    script = "scripts/build-rootfs-libvirt.sh" if variant else f"scripts/build-rootfs.sh {suite}"
+    if variant == "libvirt":
+        script = "scripts/build-rootfs-libvirt.sh"
+    else:
+        script = f"scripts/build-rootfs.sh{' --variant ' + variant if variant else ''} {suite}"
     files = [d / "disk.img", d / "vmlinuz", d / "initrd.img", d / "manifest.txt"]
     for f in files:
         if not f.is_file():
@@ -85,21 +90,25 @@ def rootfs_image(suite: str = "bookworm", variant: str = "") -> RootfsImage:
     return RootfsImage(suite, files[0], files[1], files[2], manifest.get("kernel-release", ""), manifest)
 
 
-def build_rootfs(suite: str = "bookworm", log_file: Path | None = None) -> tuple[RootfsImage, float]:
-    """Run scripts/build-rootfs.sh (quick when cached); return the image and
-    the seconds it took. The script's output goes to `log_file` (or stderr)."""
+def build_rootfs(
+    suite: str = "bookworm", log_file: Path | None = None, variant: str = ""
+) -> tuple[RootfsImage, float]:
+    """Run scripts/build-rootfs.sh [--variant VARIANT] (quick when cached);
+    return the image and the seconds it took. The script's output goes to
+    `log_file` (or stderr)."""
     script = REPO_ROOT / "scripts" / "build-rootfs.sh"
+    argv = ["bash", str(script)] + (["--variant", variant] if variant else []) + [suite]
     t0 = time.monotonic()
     if log_file is not None:
         log_file.parent.mkdir(parents=True, exist_ok=True)
         with log_file.open("ab") as fh:
-            rc = subprocess.run(["bash", str(script), suite], stdout=fh, stderr=fh, check=False).returncode
+            rc = subprocess.run(argv, stdout=fh, stderr=fh, check=False).returncode
     else:
-        rc = subprocess.run(["bash", str(script), suite], check=False).returncode
+        rc = subprocess.run(argv, check=False).returncode
     if rc != 0:
         tail = log_file.read_text(errors="replace")[-4000:] if log_file is not None else ""
-        raise HarnessError(f"scripts/build-rootfs.sh {suite} failed (exit {rc})\n{tail}")
-    return rootfs_image(suite), time.monotonic() - t0
+        raise HarnessError(f"scripts/build-rootfs.sh {' '.join(argv[2:])} failed (exit {rc})\n{tail}")
+    return rootfs_image(suite, variant), time.monotonic() - t0
 
 
 def pick_accel(log_dir: Path) -> str:

@@ -1,0 +1,1 @@
+../../../../../../../../../guest/nettune/managers.py
