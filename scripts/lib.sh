@@ -243,6 +243,7 @@ wait_for_qemu_build() {
 # shellcheck disable=SC2034 # used by the scripts that source this file
 QEMU_UNIT_TESTS=(
     tests/unit/test-crypto-aead # qemu-patches/fixes: crypto/aead, AES-GCM
+    tests/qtest/i2c-bus-test # qemu-patches/fixes: hw/i2c, bus state unregistered when freed
     tests/unit/test-io-task # qemu-patches/fixes: io/task, results at default priority
     tests/unit/test-ixgbe-iov # the model's iovec walk and CRC
     tests/unit/test-net-checksum # qemu-patches/fixes: net/checksum, 32 bits at a time

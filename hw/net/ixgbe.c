@@ -208,6 +208,8 @@ static ssize_t ixgbe_nc_receive_iov(NetClientState *nc,
 
     /* A frame the backend keeps until a tail write makes room for it */
     ixgbe_coalesce_rx_wait(&s->core, ret == 0);
+    /* ...which the link partner is asked to pause for (ixgbe_fc.c) */
+    ixgbe_fc_rx_held(&s->core, ret == 0);
     return ret;
 }
 
@@ -755,6 +757,26 @@ static const VMStateDescription ixgbe_vmstate_link = {
     }
 };
 
+/* Transmitted flow control: sent while an XOFF has not been lifted */
+static bool ixgbe_fc_needed(void *opaque)
+{
+    IxgbeState *s = opaque;
+
+    return s->core.fc.xoff;
+}
+
+static const VMStateDescription ixgbe_vmstate_fc = {
+    .name = "ixgbe/fc",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = ixgbe_fc_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(core.fc.xoff, IxgbeState),
+        VMSTATE_TIMER_PTR(core.fc.refresh, IxgbeState),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
 static int ixgbe_pre_load(void *opaque)
 {
     IxgbeState *s = opaque;
@@ -797,6 +819,7 @@ static const VMStateDescription ixgbe_vmstate = {
         &ixgbe_vmstate_qde,
         &ixgbe_vmstate_link,
         &ixgbe_vmstate_ipsec,
+        &ixgbe_vmstate_fc,
         NULL
     }
 };

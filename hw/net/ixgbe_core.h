@@ -178,6 +178,18 @@ typedef struct IxgbePtp {
 } IxgbePtp;
 
 /*
+ * Transmitted flow control (ixgbe_fc.c): whether the backend holds a
+ * frame the receive ring had no room for (the model's packet buffer is
+ * above its high threshold), and whether an XOFF went out that an XON
+ * has not yet lifted; the timer refreshes the XOFF.
+ */
+typedef struct IxgbeFc {
+    bool rx_full;
+    bool xoff;
+    QEMUTimer *refresh;
+} IxgbeFc;
+
+/*
  * Which receive queue filters ahead of the Flow Director can steer
  * (ixgbe_ntuple.c): kept from their registers, rebuilt after a migration
  */
@@ -224,6 +236,7 @@ struct IxgbeCore {
     IxgbeIpsec *ipsec;          /* IPsec SA tables (ixgbe_ipsec.c) */
     IxgbeQueueFilters qfilters; /* EtherType, SYN, 5-tuple (ixgbe_ntuple.c) */
     IxgbeRsc *rsc;              /* open RSC aggregates (ixgbe_rsc.c) */
+    IxgbeFc fc;                 /* pause frames sent (ixgbe_fc.c) */
     IxgbeCoalesce coalesce;     /* writes KVM may queue (ixgbe_coalesce.c) */
 
     IxgbeVf vf[IXGBE_MAX_VFS];

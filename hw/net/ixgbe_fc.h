@@ -1,6 +1,6 @@
 /*
  * Intel 82599 10 GbE controller: IEEE 802.3 flow control, the MAC control
- * frames it receives (ixgbe_fc.c).
+ * frames it receives and the pause frames it sends (ixgbe_fc.c).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -15,6 +15,12 @@
  * if the MAC takes it as a MAC control frame that goes no further
  */
 bool ixgbe_fc_rx(IxgbeCore *core, const uint8_t *frame, size_t len);
+
+/*
+ * A frame from the wire was held by the backend for want of receive
+ * descriptors (held), or taken or dropped (!held): sends XOFF and XON
+ */
+void ixgbe_fc_rx_held(IxgbeCore *core, bool held);
 
 /* Flow control as a part of the device (IxgbePart, ixgbe_core.h) */
 extern const IxgbePart ixgbe_fc_part;
