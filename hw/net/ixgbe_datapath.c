@@ -1268,13 +1268,105 @@ static MemTxResult ixgbe_rx_dma_read(IxgbeCore *core, unsigned q,
     return pci_dma_read(ixgbe_dma_dev(core, q), addr, buf, len);
 }
 
+/*
+ * Write-backs go through a mapping of the ring (a MemoryRegionCache, as
+ * virtio's rings do) when the ring is in RAM the PF reaches directly: no
+ * address translation per write.  A ring in a VF's pool, behind an IOMMU
+ * or not in RAM keeps pci_dma_write().  The mappings follow the rings
+ * (base and size) and are all dropped whenever the PF's bus master
+ * address space changes (bus mastering, memory plugged or unplugged).
+ */
+typedef enum IxgbeRxMapState {
+    IXGBE_RX_MAP_NONE,
+    IXGBE_RX_MAP_MAPPED,
+    IXGBE_RX_MAP_DMA,           /* tried: this ring keeps pci_dma_write() */
+} IxgbeRxMapState;
+
+typedef struct IxgbeRxRingMap {
+    IxgbeRxMapState state;
+    uint64_t base;
+    uint32_t n;
+    MemoryRegionCache cache;
+} IxgbeRxRingMap;
+
+static void ixgbe_rx_ring_unmap(IxgbeRxRingMap *m)
+{
+    if (m->state == IXGBE_RX_MAP_MAPPED) {
+        address_space_cache_destroy(&m->cache);
+    }
+    m->state = IXGBE_RX_MAP_NONE;
+}
+
+static void ixgbe_rx_ring_unmap_all(IxgbeCore *core)
+{
+    for (unsigned q = 0; q < IXGBE_NUM_QUEUES; q++) {
+        ixgbe_rx_ring_unmap(&core->rx_ring_map[q]);
+    }
+}
+
+static void ixgbe_rx_ring_listener_commit(MemoryListener *listener)
+{
+    IxgbeCore *core = container_of(listener, IxgbeCore, rx_ring_listener);
+
+    ixgbe_rx_ring_unmap_all(core);
+}
+
+/* Queue q's cached ring, mapped; NULL when it is written by DMA */
+static MemoryRegionCache *ixgbe_rx_ring_map(IxgbeCore *core, unsigned q)
+{
+    IxgbeRxQueue *rxq = &core->rxq[q];
+    IxgbeRxRingMap *m = &core->rx_ring_map[q];
+    hwaddr len = (hwaddr)rxq->n * IXGBE_DESC_SIZE;
+
+    if (m->state != IXGBE_RX_MAP_NONE &&
+        (m->base != rxq->base || m->n != rxq->n)) {
+        ixgbe_rx_ring_unmap(m);
+    }
+    if (m->state == IXGBE_RX_MAP_NONE) {
+        m->base = rxq->base;
+        m->n = rxq->n;
+        m->state = IXGBE_RX_MAP_DMA;
+        if (!len || ixgbe_dma_dev(core, q) != core->owner) {
+            return NULL;
+        }
+        if (address_space_cache_init(&m->cache,
+                                     pci_get_address_space(core->owner),
+                                     rxq->base, len, true) == len &&
+            m->cache.ptr) {
+            m->state = IXGBE_RX_MAP_MAPPED;
+        } else {
+            address_space_cache_destroy(&m->cache);
+        }
+    }
+    return m->state == IXGBE_RX_MAP_MAPPED ? &m->cache : NULL;
+}
+
 /* Write cnt descriptors to ring entries idx... of queue q's cached ring */
 static void ixgbe_rx_desc_write(IxgbeCore *core, unsigned q, uint32_t idx,
                                 const IxgbeRxDesc *descs, uint32_t cnt)
 {
     IxgbeRxQueue *rxq = &core->rxq[q];
     uint32_t first = MIN(cnt, rxq->n - idx);
+    MemoryRegionCache *map = ixgbe_rx_ring_map(core, q);
 
+    if (map && idx < rxq->n && cnt <= rxq->n) {
+        hwaddr off = (hwaddr)idx * IXGBE_DESC_SIZE;
+
+        /* ordered after the frame's data, as dma_memory_rw() orders it */
+        smp_mb();
+        address_space_write_cached(map, off, descs,
+                                   (hwaddr)first * IXGBE_DESC_SIZE);
+        address_space_cache_invalidate(map, off,
+                                       (hwaddr)first * IXGBE_DESC_SIZE);
+        if (cnt > first) {
+            address_space_write_cached(map, 0, descs + first,
+                                       (hwaddr)(cnt - first) *
+                                       IXGBE_DESC_SIZE);
+            address_space_cache_invalidate(map, 0, (hwaddr)(cnt - first) *
+                                           IXGBE_DESC_SIZE);
+        }
+        return;
+    }
     ixgbe_rx_dma_write(core, q, rxq->base + (uint64_t)idx * IXGBE_DESC_SIZE,
                        descs, (size_t)first * IXGBE_DESC_SIZE);
     if (cnt > first) {
@@ -1828,6 +1920,13 @@ static void ixgbe_datapath_init(IxgbeCore *core)
     net_tx_pkt_init(&core->tx_pkt, IXGBE_MAX_TX_FRAGS);
     core->tx_buf = g_malloc(IXGBE_TX_PLAIN_MAX);
     net_rx_pkt_init(&core->rx_pkt);
+    core->rx_ring_map = g_new0(IxgbeRxRingMap, IXGBE_NUM_QUEUES);
+    core->rx_ring_listener = (MemoryListener) {
+        .name = "ixgbe-rx-rings",
+        .commit = ixgbe_rx_ring_listener_commit,
+    };
+    memory_listener_register(&core->rx_ring_listener,
+                             pci_get_address_space(core->owner));
 }
 
 static void ixgbe_datapath_uninit(IxgbeCore *core)
@@ -1839,6 +1938,10 @@ static void ixgbe_datapath_uninit(IxgbeCore *core)
     core->tx_buf = NULL;
     net_rx_pkt_uninit(core->rx_pkt);
     core->rx_pkt = NULL;
+    memory_listener_unregister(&core->rx_ring_listener);
+    ixgbe_rx_ring_unmap_all(core);
+    g_free(core->rx_ring_map);
+    core->rx_ring_map = NULL;
 }
 
 static void ixgbe_datapath_reset(IxgbeCore *core)
