@@ -248,6 +248,9 @@ struct IxgbeCore {
     IxgbeTxQueue txq[IXGBE_NUM_QUEUES];
     IxgbeRxQueue rxq[IXGBE_NUM_QUEUES];
     uint64_t rx_wb_map[2];      /* queues holding write-backs */
+    /* receive rings mapped for write-back (ixgbe_datapath.c), not state */
+    struct IxgbeRxRingMap *rx_ring_map;
+    MemoryListener rx_ring_listener;
     VMChangeStateEntry *vm_state;
     struct NetTxPkt *tx_pkt;    /* the packet being sent (any queue) */
     uint8_t *tx_buf;            /* or its bytes, when sent without offloads */

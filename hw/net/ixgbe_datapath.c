@@ -43,6 +43,7 @@
 #include "ixgbe_iov.h"
 #include "ixgbe_rsc.h"
 #include "ixgbe_ipsec.h"
+#include "ixgbe_rx_hdrs.h"
 #include "trace.h"
 
 #define IXGBE_MIN_FRAME         60
@@ -839,8 +840,8 @@ static int ixgbe_rss_type(IxgbeCore *core, bool ip4, bool ip6,
     return IXGBE_RSSTYPE_NONE;
 }
 
-static void ixgbe_rx_rss(IxgbeCore *core, IxgbeRxInfo *info, bool ip4,
-                         bool ip6, EthL4HdrProto l4)
+static void ixgbe_rx_rss(IxgbeCore *core, IxgbeRxInfo *info,
+                         const IxgbeRxHdrs *h, struct NetRxPkt *pkt)
 {
     NetRxPktRssType type;
     uint8_t key[IXGBE_RSS_KEY_SIZE];
@@ -848,14 +849,18 @@ static void ixgbe_rx_rss(IxgbeCore *core, IxgbeRxInfo *info, bool ip4,
     if (!ixgbe_vt_mrqc_rss(ixgbe_get(core, IXGBE_MRQC))) {
         return;
     }
-    info->rss_type = ixgbe_rss_type(core, ip4, ip6, l4, &type);
+    info->rss_type = ixgbe_rss_type(core, h->ip4, h->ip6, h->l4, &type);
     if (info->rss_type == IXGBE_RSSTYPE_NONE) {
         return;
     }
     for (unsigned i = 0; i < IXGBE_RSS_KEY_SIZE; i++) {
         key[i] = ixgbe_get(core, IXGBE_RSSRK(i / 4)) >> ((i & 3) * 8);
     }
-    info->hash = net_rx_pkt_calc_rss_hash(core->rx_pkt, type, key);
+    if (pkt) {
+        info->hash = net_rx_pkt_calc_rss_hash(pkt, type, key);
+    } else {
+        info->hash = ixgbe_rx_hdrs_rss_ip4(h, type != NetPktRssIpV4, key);
+    }
     {
         unsigned idx = info->hash & (IXGBE_RETA_ENTRIES - 1);
 
@@ -900,14 +905,21 @@ static uint32_t ixgbe_pseudo_sum(const uint8_t *addrs, size_t alen,
     return sum;
 }
 
-/* Whether the IPv4 header checksum of a parsed frame is right */
-static bool ixgbe_rx_ip4_csum_ok(struct NetRxPkt *pkt, const IxgbeRxFrame *f)
+/* The sum of bytes [off, off + n) of a frame, from its first bytes if there */
+static uint32_t ixgbe_rx_sum(const IxgbeRxFrame *f, size_t off, size_t n)
 {
-    size_t hlen = IP_HDR_GET_LEN(&net_rx_pkt_get_ip4_info(pkt)->ip4_hdr);
-    size_t l3off = net_rx_pkt_get_l4_hdr_offset(pkt) - hlen;
+    if (off + n <= f->hdr_len) {
+        return net_checksum_add(n, (uint8_t *)f->hdr + off);
+    }
+    return net_checksum_add_iov(f->iov, f->iovcnt, off, n, 0);
+}
 
-    return net_checksum_finish(net_checksum_add_iov(f->iov, f->iovcnt, l3off,
-                                                    hlen, 0)) == 0;
+/* Whether the IPv4 header checksum of a parsed frame is right */
+static bool ixgbe_rx_ip4_csum_ok(const IxgbeRxFrame *f, const IxgbeRxHdrs *h)
+{
+    size_t hlen = (h->ip[0] & 0x0F) << 2;
+
+    return net_checksum_finish(ixgbe_rx_sum(f, h->l3off, hlen)) == 0;
 }
 
 /*
@@ -915,33 +927,38 @@ static bool ixgbe_rx_ip4_csum_ok(struct NetRxPkt *pkt, const IxgbeRxFrame *f)
  * in the backend's pieces: false when there is none to check (an IPv4 fragment,
  * a UDP datagram sent without one), else *ok says whether it is right.
  * The length checked is the one the headers give, cut at the frame's end.
+ * An IPv6 frame's pseudo header comes from net_rx_pkt's parse (pkt).
  */
 static bool ixgbe_rx_l4_csum(struct NetRxPkt *pkt, const IxgbeRxFrame *f,
-                             bool ip4, bool udp, bool *ok)
+                             const IxgbeRxHdrs *h, bool *ok)
 {
-    size_t l4off = net_rx_pkt_get_l4_hdr_offset(pkt);
+    bool udp = h->l4 == ETH_L4_HDR_PROTO_UDP;
+    const uint8_t *l4h = h->l4h;
     uint8_t l4hdr[8];
     uint32_t sum;
     uint16_t csl = 0;
 
-    if (ip4 && net_rx_pkt_get_ip4_info(pkt)->fragment) {
+    if (h->frag) {
         return false;
     }
     if (udp) {
-        if (iov_to_buf(f->iov, f->iovcnt, l4off, l4hdr, sizeof(l4hdr)) !=
-            sizeof(l4hdr) || lduw_be_p(l4hdr + 6) == 0) {
+        if (!l4h) {
+            if (iov_to_buf(f->iov, f->iovcnt, h->l4off, l4hdr,
+                           sizeof(l4hdr)) != sizeof(l4hdr)) {
+                return false;
+            }
+            l4h = l4hdr;
+        }
+        if (lduw_be_p(l4h + 6) == 0) {
             return false;
         }
-        csl = lduw_be_p(l4hdr + 4);
+        csl = lduw_be_p(l4h + 4);
     }
-    if (ip4) {
-        struct ip_header *iph = &net_rx_pkt_get_ip4_info(pkt)->ip4_hdr;
-
+    if (h->ip4) {
         if (!udp) {
-            csl = be16_to_cpu(iph->ip_len) - IP_HDR_GET_LEN(iph);
+            csl = lduw_be_p(h->ip + 2) - ((h->ip[0] & 0x0F) << 2);
         }
-        sum = ixgbe_pseudo_sum((const uint8_t *)&iph->ip_src, 4, iph->ip_p,
-                               csl);
+        sum = ixgbe_pseudo_sum(h->ip + 12, 4, h->ip[9], csl);
     } else {
         eth_ip6_hdr_info *info = net_rx_pkt_get_ip6_info(pkt);
         struct ip6_header *iph = &info->ip6_hdr;
@@ -953,48 +970,78 @@ static bool ixgbe_rx_l4_csum(struct NetRxPkt *pkt, const IxgbeRxFrame *f,
         sum = ixgbe_pseudo_sum((const uint8_t *)&iph->ip6_src, 16,
                                info->l4proto, csl);
     }
-    sum += net_checksum_add_iov(f->iov, f->iovcnt, l4off, csl, 0);
+    sum += ixgbe_rx_sum(f, h->l4off, csl);
     sum = net_checksum_finish_nozero(sum);
     *ok = sum == 0 || sum == 0xFFFF;
     return true;
 }
 
+/*
+ * The frame's headers: from its first bytes where they are enough (IPv4,
+ * non-IP), else from net_rx_pkt's parse, which is then returned
+ */
+static struct NetRxPkt *ixgbe_rx_parse(IxgbeCore *core, const IxgbeRxFrame *f,
+                                       IxgbeRxHdrs *h)
+{
+    struct NetRxPkt *pkt = core->rx_pkt;
+    eth_ip4_hdr_info *ip4;
+
+    if (ixgbe_rx_hdrs_parse(h, f->hdr, f->hdr_len, f->len)) {
+        return NULL;
+    }
+    net_rx_pkt_set_packet_type(pkt, get_eth_packet_type(
+                                   (const struct eth_header *)f->hdr));
+    net_rx_pkt_attach_iovec(pkt, f->iov, f->iovcnt, 0, false);
+    memset(h, 0, sizeof(*h));
+    net_rx_pkt_get_protocols(pkt, &h->ip4, &h->ip6, &h->l4);
+    if (h->ip4) {
+        ip4 = net_rx_pkt_get_ip4_info(pkt);
+        h->ip = (const uint8_t *)&ip4->ip4_hdr;
+        h->frag = ip4->fragment;
+    }
+    if (h->ip4 || h->ip6) {
+        h->l4off = net_rx_pkt_get_l4_hdr_offset(pkt);
+    }
+    if (h->ip4) {
+        h->l3off = h->l4off - ((h->ip[0] & 0x0F) << 2);
+    }
+    return pkt;
+}
+
 static void ixgbe_rx_classify(IxgbeCore *core, const IxgbeRxFrame *f,
                               IxgbeRxInfo *info)
 {
-    struct NetRxPkt *pkt = core->rx_pkt;
-    bool ip4, ip6, csum_ok;
-    EthL4HdrProto l4;
+    IxgbeRxHdrs h;
+    struct NetRxPkt *pkt = ixgbe_rx_parse(core, f, &h);
+    bool csum_ok;
 
     memset(info, 0, sizeof(*info));
-    net_rx_pkt_get_protocols(pkt, &ip4, &ip6, &l4);
-
-    if (ip4) {
+    if (h.ip4) {
         info->pkt_type |= IXGBE_RXD_PKTTYPE_IPV4;
     }
-    if (ip6) {
+    if (h.ip6) {
         info->pkt_type |= IXGBE_RXD_PKTTYPE_IPV6;
     }
-    if (l4 == ETH_L4_HDR_PROTO_TCP) {
+    if (h.l4 == ETH_L4_HDR_PROTO_TCP) {
         info->pkt_type |= IXGBE_RXD_PKTTYPE_TCP;
-    } else if (l4 == ETH_L4_HDR_PROTO_UDP) {
+    } else if (h.l4 == ETH_L4_HDR_PROTO_UDP) {
         info->pkt_type |= IXGBE_RXD_PKTTYPE_UDP;
-    } else if (l4 == ETH_L4_HDR_PROTO_SCTP) {
+    } else if (h.l4 == ETH_L4_HDR_PROTO_SCTP) {
         info->pkt_type |= IXGBE_RXD_PKTTYPE_SCTP;
     }
 
     /* Checksums: the 82599 checks IPv4 headers and TCP/UDP always */
-    if (ip4) {
-        csum_ok = ixgbe_rx_ip4_csum_ok(pkt, f);
+    if (h.ip4) {
+        csum_ok = ixgbe_rx_ip4_csum_ok(f, &h);
         info->status |= IXGBE_RXD_STAT_IPCS;
         if (!csum_ok) {
             info->status |= IXGBE_RXD_ERR_IPE;
         }
     }
-    if ((l4 == ETH_L4_HDR_PROTO_TCP || l4 == ETH_L4_HDR_PROTO_UDP) &&
-        ixgbe_rx_l4_csum(pkt, f, ip4, l4 == ETH_L4_HDR_PROTO_UDP, &csum_ok)) {
+    if ((h.l4 == ETH_L4_HDR_PROTO_TCP || h.l4 == ETH_L4_HDR_PROTO_UDP) &&
+        ixgbe_rx_l4_csum(pkt, f, &h, &csum_ok)) {
         info->status |= IXGBE_RXD_STAT_L4CS;
-        if (l4 == ETH_L4_HDR_PROTO_UDP) {
+        if (h.l4 == ETH_L4_HDR_PROTO_UDP) {
             info->status |= IXGBE_RXD_STAT_UDPCS;
         }
         if (!csum_ok) {
@@ -1002,7 +1049,7 @@ static void ixgbe_rx_classify(IxgbeCore *core, const IxgbeRxFrame *f,
         }
     }
 
-    ixgbe_rx_rss(core, info, ip4, ip6, l4);
+    ixgbe_rx_rss(core, info, &h, pkt);
     /*
      * The EtherType, SYN and 5-tuple filters, then the Flow Director: their
      * queues are not relative to pools, so not with VT
@@ -1241,13 +1288,105 @@ static MemTxResult ixgbe_rx_dma_read(IxgbeCore *core, unsigned q,
     return pci_dma_read(ixgbe_dma_dev(core, q), addr, buf, len);
 }
 
+/*
+ * Write-backs go through a mapping of the ring (a MemoryRegionCache, as
+ * virtio's rings do) when the ring is in RAM the PF reaches directly: no
+ * address translation per write.  A ring in a VF's pool, behind an IOMMU
+ * or not in RAM keeps pci_dma_write().  The mappings follow the rings
+ * (base and size) and are all dropped whenever the PF's bus master
+ * address space changes (bus mastering, memory plugged or unplugged).
+ */
+typedef enum IxgbeRxMapState {
+    IXGBE_RX_MAP_NONE,
+    IXGBE_RX_MAP_MAPPED,
+    IXGBE_RX_MAP_DMA,           /* tried: this ring keeps pci_dma_write() */
+} IxgbeRxMapState;
+
+typedef struct IxgbeRxRingMap {
+    IxgbeRxMapState state;
+    uint64_t base;
+    uint32_t n;
+    MemoryRegionCache cache;
+} IxgbeRxRingMap;
+
+static void ixgbe_rx_ring_unmap(IxgbeRxRingMap *m)
+{
+    if (m->state == IXGBE_RX_MAP_MAPPED) {
+        address_space_cache_destroy(&m->cache);
+    }
+    m->state = IXGBE_RX_MAP_NONE;
+}
+
+static void ixgbe_rx_ring_unmap_all(IxgbeCore *core)
+{
+    for (unsigned q = 0; q < IXGBE_NUM_QUEUES; q++) {
+        ixgbe_rx_ring_unmap(&core->rx_ring_map[q]);
+    }
+}
+
+static void ixgbe_rx_ring_listener_commit(MemoryListener *listener)
+{
+    IxgbeCore *core = container_of(listener, IxgbeCore, rx_ring_listener);
+
+    ixgbe_rx_ring_unmap_all(core);
+}
+
+/* Queue q's cached ring, mapped; NULL when it is written by DMA */
+static MemoryRegionCache *ixgbe_rx_ring_map(IxgbeCore *core, unsigned q)
+{
+    IxgbeRxQueue *rxq = &core->rxq[q];
+    IxgbeRxRingMap *m = &core->rx_ring_map[q];
+    hwaddr len = (hwaddr)rxq->n * IXGBE_DESC_SIZE;
+
+    if (m->state != IXGBE_RX_MAP_NONE &&
+        (m->base != rxq->base || m->n != rxq->n)) {
+        ixgbe_rx_ring_unmap(m);
+    }
+    if (m->state == IXGBE_RX_MAP_NONE) {
+        m->base = rxq->base;
+        m->n = rxq->n;
+        m->state = IXGBE_RX_MAP_DMA;
+        if (!len || ixgbe_dma_dev(core, q) != core->owner) {
+            return NULL;
+        }
+        if (address_space_cache_init(&m->cache,
+                                     pci_get_address_space(core->owner),
+                                     rxq->base, len, true) == len &&
+            m->cache.ptr) {
+            m->state = IXGBE_RX_MAP_MAPPED;
+        } else {
+            address_space_cache_destroy(&m->cache);
+        }
+    }
+    return m->state == IXGBE_RX_MAP_MAPPED ? &m->cache : NULL;
+}
+
 /* Write cnt descriptors to ring entries idx... of queue q's cached ring */
 static void ixgbe_rx_desc_write(IxgbeCore *core, unsigned q, uint32_t idx,
                                 const IxgbeRxDesc *descs, uint32_t cnt)
 {
     IxgbeRxQueue *rxq = &core->rxq[q];
     uint32_t first = MIN(cnt, rxq->n - idx);
+    MemoryRegionCache *map = ixgbe_rx_ring_map(core, q);
 
+    if (map && idx < rxq->n && cnt <= rxq->n) {
+        hwaddr off = (hwaddr)idx * IXGBE_DESC_SIZE;
+
+        /* ordered after the frame's data, as dma_memory_rw() orders it */
+        smp_mb();
+        address_space_write_cached(map, off, descs,
+                                   (hwaddr)first * IXGBE_DESC_SIZE);
+        address_space_cache_invalidate(map, off,
+                                       (hwaddr)first * IXGBE_DESC_SIZE);
+        if (cnt > first) {
+            address_space_write_cached(map, 0, descs + first,
+                                       (hwaddr)(cnt - first) *
+                                       IXGBE_DESC_SIZE);
+            address_space_cache_invalidate(map, 0, (hwaddr)(cnt - first) *
+                                           IXGBE_DESC_SIZE);
+        }
+        return;
+    }
     ixgbe_rx_dma_write(core, q, rxq->base + (uint64_t)idx * IXGBE_DESC_SIZE,
                        descs, (size_t)first * IXGBE_DESC_SIZE);
     if (cnt > first) {
@@ -1746,10 +1885,7 @@ static ssize_t ixgbe_rx_frame(IxgbeCore *core, const struct iovec *iov,
         return size;
     }
 
-    net_rx_pkt_set_packet_type(core->rx_pkt, get_eth_packet_type(
-                                   (const struct eth_header *)f.hdr));
-    /* Parses the protocols; the checksums are read from the pieces */
-    net_rx_pkt_attach_iovec(core->rx_pkt, f.iov, f.iovcnt, 0, false);
+    /* The checksums are read from the pieces */
     ixgbe_rx_classify(core, &f, &info);
     /* Inline IPsec: an ESP frame of a known SA decrypted (ixgbe_ipsec.c) */
     info.status |= ixgbe_ipsec_rx(core, f.hdr, f.hdr_len, &f.iov, &f.iovcnt,
@@ -1807,6 +1943,13 @@ static void ixgbe_datapath_init(IxgbeCore *core)
     net_tx_pkt_init(&core->tx_pkt, IXGBE_MAX_TX_FRAGS);
     core->tx_buf = g_malloc(IXGBE_TX_PLAIN_MAX);
     net_rx_pkt_init(&core->rx_pkt);
+    core->rx_ring_map = g_new0(IxgbeRxRingMap, IXGBE_NUM_QUEUES);
+    core->rx_ring_listener = (MemoryListener) {
+        .name = "ixgbe-rx-rings",
+        .commit = ixgbe_rx_ring_listener_commit,
+    };
+    memory_listener_register(&core->rx_ring_listener,
+                             pci_get_address_space(core->owner));
 }
 
 static void ixgbe_datapath_uninit(IxgbeCore *core)
@@ -1818,6 +1961,10 @@ static void ixgbe_datapath_uninit(IxgbeCore *core)
     core->tx_buf = NULL;
     net_rx_pkt_uninit(core->rx_pkt);
     core->rx_pkt = NULL;
+    memory_listener_unregister(&core->rx_ring_listener);
+    ixgbe_rx_ring_unmap_all(core);
+    g_free(core->rx_ring_map);
+    core->rx_ring_map = NULL;
 }
 
 static void ixgbe_datapath_reset(IxgbeCore *core)
