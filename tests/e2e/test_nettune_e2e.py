@@ -428,7 +428,10 @@ def test_measure_before_after_reverted(setup: Setup, rootfs: RootfsImage, log_ro
     assert sorted(queues) == sorted(queue_cpu), (after_irqs, queue_cpu)
     for q, counts in queues.items():
         assert sum(counts) > 0, f"queue {q} had no interrupts during the after phase: {after_irqs}"
-        assert [c for c, n in enumerate(counts) if n] == [queue_cpu[q]], (q, counts, queue_cpu)
+        # an interrupt already on its way when the affinity changed still lands on the
+        # CPU it was sent to (x86 moves a vector at its next interrupt): one or two
+        elsewhere = sum(counts) - counts[queue_cpu[q]]
+        assert counts[queue_cpu[q]] > 0 and elsewhere <= max(2, sum(counts) // 100), (q, counts, queue_cpu)
     before_rx = rep["counters"]["before"]["totals"]["softirq"]["NET_RX"]
     assert sum(before_rx) > 0, rep["counters"]["before"]["totals"]
     md = (out_dir / "report.md").read_text()
