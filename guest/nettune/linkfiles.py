@@ -25,6 +25,7 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from . import ini
 from .sysfs import Root
 
 LINK_DIRS = ("/etc/systemd/network", "/run/systemd/network", "/usr/lib/systemd/network", "/lib/systemd/network")
@@ -95,17 +96,8 @@ class LinkFile:
 
 def parse(text: str, path: str) -> LinkFile:
     lf = LinkFile(path)
-    section = ""
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in "#;":
-            continue
-        if line.startswith("[") and line.endswith("]"):
-            section = line[1:-1].strip()
-            continue
-        key, sep, value = line.partition("=")
-        key, value = key.strip(), value.strip()
-        if not sep:
+    for section, key, value in ini.entries(text):
+        if key is None:
             continue
         if section == "Match":
             if value:

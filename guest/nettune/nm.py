@@ -29,7 +29,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import linkfiles
+from . import ini, linkfiles
 from .sysfs import Root
 
 NM_DIRS = ("/etc/NetworkManager/system-connections", "/run/NetworkManager/system-connections")
@@ -151,18 +151,11 @@ class Keyfile:
 
 def parse_keyfile(text: str, path: str) -> Keyfile:
     kf = Keyfile(path, text)
-    section = ""
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in "#;":
-            continue
-        if line.startswith("[") and line.endswith("]"):
-            section = line[1:-1].strip()
+    for section, key, value in ini.entries(text):
+        if key is None:
             kf.sections.setdefault(section, {})
-            continue
-        key, sep, value = line.partition("=")
-        if sep and section:
-            kf.sections[section][key.strip()] = value.strip()
+        elif section:
+            kf.sections[section][key] = value
     return kf
 
 

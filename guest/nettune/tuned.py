@@ -26,6 +26,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from . import ini
 from .sysfs import Root
 
 PROFILE_DIRS = ("/etc/tuned", "/usr/lib/tuned")
@@ -59,16 +60,11 @@ class Profile:
 def _parse(text: str) -> Dict[str, Dict[str, str]]:
     sections: Dict[str, Dict[str, str]] = {}
     cur: Optional[Dict[str, str]] = None
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in "#;":
-            continue
-        if line.startswith("[") and line.endswith("]"):
-            cur = sections.setdefault(line[1:-1].strip(), {})
-            continue
-        key, sep, value = line.partition("=")
-        if sep and cur is not None:
-            cur[key.strip()] = value.strip()
+    for section, key, value in ini.entries(text):
+        if key is None:
+            cur = sections.setdefault(section, {})
+        elif cur is not None:
+            cur[key] = value
     return sections
 
 
@@ -213,18 +209,20 @@ def parse_ethtool_args(text: str) -> Dict[str, str]:
     return {words[i]: words[i + 1] for i in range(0, len(words) - 1, 2)}
 
 
-def isolated_cores(prof: Profile) -> Tuple[str, str]:
-    """(the scheduler plugin's isolated_cores as written, its profile) or ("", "")."""
-    for u in prof.of_type("scheduler"):
-        v = u.options.get("isolated_cores", "").strip()
+def _plugin_option(prof: Profile, kind: str, key: str) -> Tuple[str, str]:
+    """(the first non-empty `key` of a `kind` plugin as written, its profile) or ("", "")."""
+    for u in prof.of_type(kind):
+        v = u.options.get(key, "").strip()
         if v:
-            return v, u.sources["isolated_cores"]
+            return v, u.sources[key]
     return "", ""
+
+
+def isolated_cores(prof: Profile) -> Tuple[str, str]:
+    """The scheduler plugin's isolated_cores and its profile, or ("", "")."""
+    return _plugin_option(prof, "scheduler", "isolated_cores")
 
 
 def banned_cpus(prof: Profile) -> Tuple[str, str]:
-    for u in prof.of_type("irqbalance"):
-        v = u.options.get("banned_cpus", "").strip()
-        if v:
-            return v, u.sources["banned_cpus"]
-    return "", ""
+    """The irqbalance plugin's banned_cpus and its profile, or ("", "")."""
+    return _plugin_option(prof, "irqbalance", "banned_cpus")
