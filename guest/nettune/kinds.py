@@ -197,6 +197,15 @@ def _onoff(v: Any) -> str:
     return "n/a" if v is None else str(v)
 
 
+def existing_file_blocker(host: Host, s: Setting) -> Optional[Blocker]:
+    """A setting whose target must already exist, and on a recorded tree be writable."""
+    if not host.root.exists(s.target):
+        return Blocker(False, f"{s.target} does not exist ({s.iface + ' ' if s.iface else ''}{s.label})")
+    if not host.live and not host.root.can_write(s.target):
+        return Blocker(True, s.target)
+    return None
+
+
 # --- files under /proc and /sys ----------------------------------------------------------------
 class SysfsKind(Kind):
     """A value in a /proc or /sys file, written in one write(2) with a final newline."""
@@ -219,11 +228,7 @@ class SysfsKind(Kind):
         return []
 
     def preflight(self, host: Host, s: Setting) -> Optional[Blocker]:
-        if not host.root.exists(s.target):
-            return Blocker(False, f"{s.target} does not exist ({s.iface + ' ' if s.iface else ''}{s.label})")
-        if not host.live and not host.root.can_write(s.target):
-            return Blocker(True, s.target)
-        return None
+        return existing_file_blocker(host, s)
 
     def locate(self, host: Host, target: str, irq_action: Optional[str], irqs: IrqNumbers) -> Location:
         if not host.root.exists(target):
@@ -494,11 +499,7 @@ class NmKind(Kind):
             raise ApplyError(str(e)) from None
 
     def preflight(self, host: Host, s: Setting) -> Optional[Blocker]:
-        if not host.root.exists(s.target):
-            return Blocker(False, f"{s.target} does not exist ({s.label})")
-        if not host.live and not os.access(host.root.host_path(s.target), os.W_OK):
-            return Blocker(True, s.target)
-        return None
+        return existing_file_blocker(host, s)
 
     def locate(self, host: Host, target: str, irq_action: Optional[str], irqs: IrqNumbers) -> Location:
         if not host.root.exists(target):
