@@ -28,6 +28,13 @@
 #                  new inputs go to the work corpus
 #                  $BUILD_DIR/fuzz/CONFIG/corpus, crashes and timeouts to
 #                  $BUILD_DIR/fuzz/CONFIG/artifacts. Fails when one is found.
+#                  With --replay and without --save (the short form the
+#                  tests run), fuzzing starts from the seeds and an empty
+#                  corpus of its own: libFuzzer runs every starting input
+#                  before it mutates, and counts that time against N, so
+#                  starting from the corpus just replayed (and from a work
+#                  corpus that grows with every run) would repeat the
+#                  replay and leave no time to fuzz.
 #   --coverage     replay the corpus with libFuzzer's -print_coverage=1 and
 #                  print the edges covered in hw/net/ixgbe*.c
 # With none of them, fuzzes for 120 seconds.
@@ -240,16 +247,22 @@ fuzz_once() { # SECONDS LOG
         local jobdir rc=0
         jobdir="$(mktemp -d "$WORK/logs/jobs.XXXXXX")"
         (cd "$jobdir" && nice -n 10 "$FUZZER" --fuzz-target="$TARGET" "${flags[@]}" \
-            -jobs="$jobs" -workers="$jobs" "$WORK/corpus" "$REPO_CORPUS" "$WORK/seeds") >"$2" 2>&1 || rc=$?
+            -jobs="$jobs" -workers="$jobs" "${start_dirs[@]}") >"$2" 2>&1 || rc=$?
         cat "$jobdir"/fuzz-*.log >>"$2" 2>/dev/null || true
         rm -rf "$jobdir"
         return "$rc"
     else
-        nice -n 10 "$FUZZER" --fuzz-target="$TARGET" "${flags[@]}" \
-            "$WORK/corpus" "$REPO_CORPUS" "$WORK/seeds" >"$2" 2>&1
+        nice -n 10 "$FUZZER" --fuzz-target="$TARGET" "${flags[@]}" "${start_dirs[@]}" >"$2" 2>&1
     fi
 }
 
+# Where fuzzing starts; the first directory takes the new inputs.
+start_dirs=("$WORK/corpus" "$REPO_CORPUS" "$WORK/seeds")
+if ((replay && !save)); then
+    rm -rf "$WORK/short-corpus"
+    mkdir -p "$WORK/short-corpus"
+    start_dirs=("$WORK/short-corpus" "$WORK/seeds")
+fi
 if [[ -n "$seconds" ]]; then
     flog="$WORK/logs/fuzz-$(date -u +%Y%m%dT%H%M%SZ).log"
     mapfile -t before < <(list_inputs "$WORK/artifacts")
@@ -311,7 +324,7 @@ if [[ -n "$seconds" ]]; then
         new_artifacts+=("$f")
     done
     cov="$(grep -oE 'cov: [0-9]+ ft: [0-9]+' "$flog" | tail -n1)"
-    n_work="$(list_inputs "$WORK/corpus" | wc -l)"
+    n_work="$(list_inputs "${start_dirs[0]}" | wc -l)"
     log "fuzz: $execs executions in ${elapsed}s ($speed exec/s, $runs process(es)), ${cov:-no coverage line}, work corpus $n_work input(s), exit $rc"
     summary_parts+=("fuzzed ${elapsed}s: $execs execs at $speed/s, ${cov:-?}, ${#new_artifacts[@]} new artifact(s)")
     if ((save)); then
