@@ -1,6 +1,7 @@
 """PXE boot of the project's guest kernel through the emulated 82599's boot ROM.
 
-For each firmware/machine pair and each device type, the command line names
+For each boot (every device type under SeaBIOS and OVMF on q35, and the pc
+machine with one device type: BOOTS below), the command line names
 no ROM: the device's default romfile (pc-bios/efi-ixgbe-<id>.rom, found in
 the built QEMU's firmware path like QEMU's own ROMs) must network-boot the
 guest, whose ixgbe driver then takes the same NIC over. The negative
@@ -35,10 +36,20 @@ from netboot import (
 from ixgbe_testlib.errors import GuestError
 
 CASES = [("bios", "q35"), ("bios", "pc"), ("uefi", "q35")]
+# Which boots run: every device type under each firmware on q35 (the ROM
+# image and its driver differ by device ID and by firmware: the legacy
+# iPXE entry under SeaBIOS, the UEFI driver under OVMF), and the pc machine
+# (conventional PCI instead of PCIe, the same ROM images) with one device
+# type. Seven boots, where the full product was nine.
+BOOTS = [(case, model) for case in CASES for model in DEVICE_IDS if case[1] == "q35" or model == "ixgbe"]
 
 
 def case_id(case: tuple[str, str]) -> str:
     return "-".join(case)
+
+
+def boot_id(boot: tuple[tuple[str, str], str]) -> str:
+    return f"{case_id(boot[0])}-{boot[1]}"
 
 
 def check_firmware_netboot(firmware: str, con: str, device_id: int) -> None:
@@ -63,12 +74,11 @@ def check_firmware_netboot(firmware: str, con: str, device_id: int) -> None:
     assert f"tftp://{HOST_IP}/{BOOT_SCRIPT}... ok" in con
 
 
-@pytest.mark.parametrize("model", DEVICE_IDS)
-@pytest.mark.parametrize("case", CASES, ids=case_id)
+@pytest.mark.parametrize("boot", BOOTS, ids=boot_id)
 def test_netboot_guest_kernel(
-    request: pytest.FixtureRequest, make_netboot_vm: NetbootFactory, case: tuple[str, str], model: str
+    request: pytest.FixtureRequest, make_netboot_vm: NetbootFactory, boot: tuple[tuple[str, str], str]
 ) -> None:
-    firmware, machine = case
+    (firmware, machine), model = boot
     device_id = DEVICE_IDS[model]
     if firmware == "uefi":
         request.getfixturevalue("ovmf")
