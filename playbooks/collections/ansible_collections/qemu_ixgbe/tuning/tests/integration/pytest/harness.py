@@ -233,8 +233,11 @@ def assert_guest_tuned(run: PlaybookRun, tmp_path: Path, tree: Path) -> None:
     """nettune installed under tmp_path, the profile applied and verified, flags reported."""
     assert run.rc == 0, run.failures() or run.stdout[-3000:]
     prefix = tmp_path / "usr-local"
-    assert (prefix / "sbin" / "nettune").exists()
-    assert (prefix / "lib" / "nettune" / "nettune" / "cli.py").exists()
+    assert (prefix / "sbin" / "nettune").stat().st_mode & 0o7777 == 0o755
+    package = prefix / "lib" / "nettune" / "nettune"
+    assert (package / "cli.py").exists()
+    modes = {p.name: oct(p.stat().st_mode & 0o7777) for p in package.glob("*.py")}
+    assert set(modes.values()) == {"0o644"}, modes
     unit = (tmp_path / "etc/systemd/system/nettune.service").read_text()
     assert str(prefix / "sbin" / "nettune") in unit
     assert (tmp_path / "etc/udev/rules.d/90-nettune.rules").exists()
