@@ -18,20 +18,24 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
+import shlex
 import socket
 import struct
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from ixgbe_testlib.errors import GuestError
 from ixgbe_testlib.host import scaled
 from ixgbe_testlib.iperf3 import free_tcp_port
+from ixgbe_testlib.netcheck import risen
 from ixgbe_testlib.nicargs import mac_address
 from ixgbe_testlib.vm import VM, VMFactory, load_driver
-from scenarios import WIRE_NET, Guest, back_to_back_args, wire_back_to_back
+from scenarios import WIRE_NET, Guest, assert_clean_log, assert_qemu_quiet, back_to_back_args, wire_back_to_back
 
 # Migration parameters used for every migration here: no bandwidth cap (the
 # default 128 MiB/s may never converge under bulk traffic in a TCG guest),
@@ -315,24 +319,41 @@ class MigratingGuest:
     migrated to a new QEMU again and again."""
 
     def __init__(self, make_vm: VMFactory, model: str, driver: str, name: str, smp: int = 4) -> None:
-        self.make_vm = make_vm
-        self.model = model
-        self.driver = driver
-        self.name = name
-        self.smp = smp
-        self.macs = [mac_address(0), mac_address(1)]
-        self.args_for = back_to_back_args(model, self.macs)
-        self.migrations: list[MigrationResult] = []
-        vm = make_vm(name=f"{name}-0", smp=smp, args_factory=self.args_for)
-        self.vms: list[VM] = [vm]  # every QEMU the guest ran in, the current one last
+        macs = [mac_address(0), mac_address(1)]
+        args_for = back_to_back_args(model, macs)
+        vm = make_vm(name=f"{name}-0", smp=smp, args_factory=args_for)
         load_driver(vm, driver)
         devs = vm.wait_netdevs(driver, 2)[:2]
-        self.g = Guest(vm, driver, devs, self.macs, vm.uptime())
-        a, b = devs
-        wire_back_to_back(vm, a, b)
-        r = vm.ping(f"{WIRE_NET}.2", count=3)
+        g = Guest(vm, driver, devs, macs, vm.uptime())
+        wire_back_to_back(vm, *devs)
+        self._take(make_vm, g, args_for, name, smp)
+
+    @classmethod
+    def adopt(
+        cls, make_vm: VMFactory, g: Guest, args_for: Callable[[Path], Sequence[str]], name: str, smp: int
+    ) -> MigratingGuest:
+        """A guest already running (booted `smp` vCPUs with `args_for`, by a
+        VM of `make_vm`'s) whose two ports g.devs are wired back to back
+        (wire_back_to_back). Its moves start QEMUs with `args_for`."""
+        self = cls.__new__(cls)
+        self._take(make_vm, g, args_for, name, smp)
+        return self
+
+    def _take(
+        self, make_vm: VMFactory, g: Guest, args_for: Callable[[Path], Sequence[str]], name: str, smp: int
+    ) -> None:
+        self.make_vm = make_vm
+        self.driver = g.driver
+        self.name = name
+        self.smp = smp
+        self.macs = g.macs
+        self.args_for = args_for
+        self.migrations: list[MigrationResult] = []
+        self.vms: list[VM] = [g.vm]  # every QEMU the guest ran in, the current one last
+        self.g = g
+        r = g.vm.ping(f"{WIRE_NET}.2", count=3)
         if not r.ok:
-            raise GuestError(f"no traffic between the two ports after boot:\n{r.stdout}")
+            raise GuestError(f"no traffic between the two ports:\n{r.stdout}")
 
     @property
     def vm(self) -> VM:
@@ -427,3 +448,108 @@ def snapshot_load(vm: VM, node: str, tag: str) -> float:
     vm.qmp("snapshot-load", **{"job-id": f"load-{tag}", "tag": tag, "vmstate": node, "devices": [node]})
     wait_job(vm, f"load-{tag}")
     return time.monotonic() - t0
+
+
+# ---------------------------------------------------- traffic across moves
+PEER = f"{WIRE_NET}.2"
+# a model's downtime must stay below this (QEMU's default limit is 300 ms)
+DOWNTIME_BOUND_MS = 1000
+# ping -f sends at least every 10 ms while replies are missing
+FLOOD_INTERVAL_MS = 10
+
+_COUNTER = re.compile(r"(packets|bytes)$")
+
+
+def background(vm: VM, cmd: str, out: str) -> int:
+    """Start `cmd` (one command) in the guest in its own session, detached
+    from the agent, output to `out`; returns its process id. (/bin/sh by path: busybox's
+    setsid would run its own sh, which prefers its reduced ping applet.)"""
+    pid = vm.sh(f"setsid /bin/sh -c {shlex.quote('exec ' + cmd)} </dev/null >{out} 2>&1 & echo $!").strip()
+    return int(pid)
+
+
+def running(vm: VM, pid: int) -> bool:
+    return vm.run(f"kill -0 {pid}").ok
+
+
+def assert_running(vm: VM, jobs: dict[str, tuple[int, str]], when: str) -> None:
+    """Each background job {name: (pid, output file)} still runs."""
+    for name, (pid, out) in jobs.items():
+        if not running(vm, pid):
+            raise AssertionError(f"{name} ended {when}:\n{vm.run(f'tail -c 3000 {out}').stdout}")
+
+
+def wait_finished(vm: VM, pid: int, what: str, timeout: float) -> None:
+    vm.wait_until(f"{what} in the guest to finish", lambda: not running(vm, pid), timeout, interval=1.0)
+
+
+def stop(vm: VM, pid: int, what: str) -> None:
+    """SIGINT a background job (iperf3 and ping then print their results)."""
+    vm.run(f"kill -INT {pid}")
+    wait_finished(vm, pid, what, 60)
+
+
+def assert_counters_consistent(
+    before: tuple[dict[str, int], dict[str, int]],
+    after: tuple[dict[str, int], dict[str, int]],
+    what: str,
+    tolerated: frozenset[str] = frozenset(),
+) -> None:
+    """Packet/byte counters never go backwards, both ports moved frames,
+    no error counter rose (except `tolerated` ones)."""
+    for port, b4, af in zip(("port 0", "port 1"), before, after, strict=True):
+        back = {k: (b4[k], af.get(k)) for k in b4 if _COUNTER.search(k) and af.get(k, -1) < b4[k]}
+        assert not back, f"{port}: counters went backwards {what}: {back}"
+        for k in ("rx_packets", "tx_packets"):
+            assert af[k] > b4[k], f"{port}: {k} did not rise {what} ({b4[k]} -> {af[k]})"
+        up = {k: v for k, v in risen(b4, af).items() if k not in tolerated}
+        assert not up, f"{port}: error counters rose {what}: {up}"
+
+
+def assert_quiet(mg: MigratingGuest, since: float, what: str) -> None:
+    assert_clean_log(mg.g, since=since, what=what)
+    for vm in mg.vms:
+        assert_qemu_quiet(vm)
+
+
+def flood_loss(text: str) -> tuple[int, int]:
+    m = re.search(r"(\d+) packets transmitted, (\d+) received", text)
+    if not m:
+        raise GuestError(f"no ping summary:\n{text}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def print_migration(model: str, what: str, r: MigrationResult) -> str:
+    line = (
+        f"{model} migration ({what}): downtime {r.downtime_ms} ms, total {r.total_ms} ms, "
+        f"setup {r.setup_ms} ms, RAM transferred {r.ram.get('transferred', 0) >> 20} MiB, "
+        f"dirty syncs {r.ram.get('dirty-sync-count')}"
+    )
+    print(line)
+    return line
+
+
+def ping_flood_across_migration(mg: MigratingGuest, tolerated: frozenset[str] = frozenset()) -> MigrationResult:
+    """A ping flood from port 0 to port 1 across a move: no more echoes
+    lost than the downtime explains, the counters consistent, nothing logged."""
+    vm = mg.vm
+    mark = vm.uptime()
+    before = mg.stats()
+    flood = background(vm, f"ping -f -q {PEER}", "/tmp/flood.txt")
+    time.sleep(scaled(3))
+    result, _ = mg.migrate()
+    vm = mg.vm
+    assert_running(vm, {"ping -f": (flood, "/tmp/flood.txt")}, "across the migration")
+    time.sleep(scaled(3))
+    stop(vm, flood, "ping -f")
+    sent, received = flood_loss(vm.sh("cat /tmp/flood.txt"))
+    lost = sent - received
+    allowed = math.ceil(result.downtime_ms / FLOOD_INTERVAL_MS) + 3
+    assert received > 100, f"ping flood: only {received} of {sent} answered"
+    assert (
+        lost <= allowed
+    ), f"ping flood: {lost} of {sent} lost, more than a downtime of {result.downtime_ms} ms explains ({allowed})"
+    assert result.downtime_ms < DOWNTIME_BOUND_MS
+    assert_counters_consistent(before, mg.stats(), "across migration under a ping flood", tolerated)
+    assert_quiet(mg, mark, " across migration under a ping flood")
+    return result

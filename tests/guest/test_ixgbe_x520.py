@@ -13,6 +13,7 @@ and pushing one in brings it back with the driver's "detected SFP+"."""
 from __future__ import annotations
 
 import re
+from typing import ClassVar
 
 import pytest
 
@@ -23,9 +24,13 @@ from scenarios import (
     WIRE_NET,
     HOST_IP,
     Guest,
+    NicsGuest,
+    NicSpec,
+    UserNic,
     assert_clean_log,
     assert_qemu_quiet,
     assert_selftest_pass,
+    boot_nics,
     boot_user_nic,
 )
 
@@ -43,8 +48,9 @@ def require_variants(qemu) -> None:  # noqa: ANN001 - fixture from conftest
             pytest.skip(f"QEMU binary {qemu} has no '-device {name}'")
 
 
-def probe_lines(vm: VM) -> list[str]:
-    return [r.text for r in vm.dmesg() if "ixgbe" in r.text]
+def probe_lines(vm: VM, pci: str = "") -> list[str]:
+    """The driver's kernel log lines (about the device at `pci` when given)."""
+    return [r.text for r in vm.dmesg() if "ixgbe" in r.text and pci in r.text]
 
 
 # The QOM path of the first NIC (nic_args gives it the id nic0)
@@ -74,25 +80,100 @@ def settings(vm: VM, dev: str) -> tuple[dict[str, str], str]:
 # ------------------------------------------------------------------ probe
 
 
-@pytest.mark.kernel_sensitive("probe")
-def test_combo_backplane_probe(make_vm: VMFactory) -> None:
-    """Own VM: another part (device ID 0x10F8)."""
-    g = boot_user_nic(make_vm, "ixgbe-combo", "ixgbe", smp=2, name="combo")
-    vm = g.vm
-    assert vm.sh(f"cat /sys/class/net/{g.dev}/device/device").strip() == "0x10f8"
-    s, text = settings(vm, g.dev)
-    print(text)
-    assert s.get("Port") == "Other", text  # the driver's backplane port
-    modes = s.get("Supported link modes", "") + text
-    for mode in ("10000baseKX4/Full", "10000baseKR/Full", "1000baseKX/Full"):
-        assert mode in modes, f"{mode} not supported:\n{text}"
-    assert s.get("Speed") == "10000Mb/s" and s.get("Link detected") == "yes", text
-    assert vm.ping(HOST_IP).ok
-    assert_selftest_pass(g)
-    vm.wait_carrier(g.dev)
-    assert vm.ping(HOST_IP).ok
-    assert_clean_log(g)
-    assert_qemu_quiet(vm)
+class TestPartsAtProbe:
+    """One guest with three ports whose state the driver reads at probe,
+    one test each: the combined backplane part (another device ID), an SR
+    optic in an X520's cage and an empty cage (both must be so at boot). A
+    module the driver refuses at probe has a guest of its own (below): its
+    error would be in every other port's log check."""
+
+    SPECS: ClassVar[list[NicSpec]] = [
+        UserNic("ixgbe-combo", "ixgbe"),
+        UserNic("ixgbe-sfp", "ixgbe", subnet=3, opts="sfp=sr"),
+        UserNic("ixgbe-sfp", "ixgbe", subnet=4, opts="sfp=none", up=False),
+    ]
+    COMBO, SR, EMPTY = range(3)
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def nics(cls, require_ixgbe: None, make_class_vm: VMFactory) -> NicsGuest:
+        return boot_nics(make_class_vm, cls.SPECS, smp=2, name="parts")
+
+    @pytest.mark.kernel_sensitive("probe")
+    def test_combo_backplane_probe(self, nics: NicsGuest) -> None:
+        g = nics.guests[self.COMBO]
+        vm = g.vm
+        assert vm.sh(f"cat /sys/class/net/{g.dev}/device/device").strip() == "0x10f8"
+        s, text = settings(vm, g.dev)
+        print(text)
+        assert s.get("Port") == "Other", text  # the driver's backplane port
+        modes = s.get("Supported link modes", "") + text
+        for mode in ("10000baseKX4/Full", "10000baseKR/Full", "1000baseKX/Full"):
+            assert mode in modes, f"{mode} not supported:\n{text}"
+        assert s.get("Speed") == "10000Mb/s" and s.get("Link detected") == "yes", text
+        assert vm.ping(g.host).ok
+        assert_selftest_pass(g)
+        vm.wait_carrier(g.dev)
+        assert vm.ping(g.host).ok
+        assert_clean_log(g)
+        assert_qemu_quiet(vm)
+
+    @pytest.mark.kernel_sensitive("probe")
+    def test_sfp_sr_optic_diagnostics(self, nics: NicsGuest) -> None:
+        g = nics.guests[self.SR]
+        vm = g.vm
+        lines = probe_lines(vm, g.pcis[0])
+        assert any(f"SFP+: {SFP_TYPE_SRLR_CORE0}" in t for t in lines), lines
+        s, text = settings(vm, g.dev)
+        print(text)
+        assert s.get("Port") == "FIBRE", text
+        assert s.get("Link detected") == "yes", text
+        m = vm.sh(f"ethtool -m {g.dev}")
+        print(m)
+        assert re.search(r"Connector\s*:\s*0x07 \(LC\)", m), m
+        assert "10G Ethernet: 10G Base-SR" in m, m
+        assert re.search(r"Vendor OUI\s*:\s*00:1b:21", m), m
+        assert re.search(r"Laser wavelength\s*:\s*850nm", m), m
+        assert re.search(r"Module temperature\s*:\s*35\.50 degrees C", m), m
+        assert re.search(r"Module voltage\s*:\s*3\.3000 V", m), m
+        assert re.search(r"Laser bias current\s*:\s*6\.000 mA", m), m
+        assert re.search(r"Laser output power\s*:\s*0\.6000 mW", m), m
+        assert re.search(r"Receiver signal average optical power\s*:\s*0\.5000 mW", m), m
+        assert re.search(r"Laser bias current high alarm\s*:\s*Off", m), m
+        # the driver switches the transmitter off while the port is down
+        vm.sh(f"ip link set {g.dev} down")
+        m = vm.sh(f"ethtool -m {g.dev}")
+        assert re.search(r"Laser output power\s*:\s*0\.0000 mW", m), m
+        assert re.search(r"Laser output power low alarm\s*:\s*On", m), m
+        vm.sh(f"ip link set {g.dev} up")
+        vm.wait_carrier(g.dev)
+        assert vm.ping(g.host, count=3).ok
+        # register, EEPROM, interrupt, loopback and link tests on the SFP+ part
+        assert_selftest_pass(g)
+        vm.wait_carrier(g.dev)
+        assert vm.ping(g.host, count=3).ok
+        assert_clean_log(g)
+        assert_qemu_quiet(vm)
+
+    @pytest.mark.kernel_sensitive("probe")
+    def test_sfp_empty_cage(self, nics: NicsGuest) -> None:
+        g = nics.guests[self.EMPTY]
+        vm = g.vm
+        vm.sh(f"ip link set {g.dev} up")
+        lines = probe_lines(vm, g.pcis[0])
+        print("\n".join(lines))
+        assert lines, "no probe messages from the port"
+        assert not any("SFP+:" in t for t in lines), lines
+        vm.sh("sleep 5")
+        assert vm.carrier(g.dev) is False, "link up with an empty cage"
+        s, text = settings(vm, g.dev)
+        print(text)
+        # no module type, so the driver's ethtool names no port
+        assert s.get("Port") == "Other" and s.get("Link detected") == "no", text
+        r = vm.run(f"ethtool -m {g.dev}")
+        assert not r.ok, f"ethtool -m read a module from an empty cage:\n{r.stdout}"
+        assert_clean_log(g)
+        assert_qemu_quiet(vm)
 
 
 class TestDirectAttachCable:
@@ -176,70 +257,9 @@ class TestDirectAttachCable:
 
 
 @pytest.mark.kernel_sensitive("probe")
-def test_sfp_sr_optic_diagnostics(make_vm: VMFactory) -> None:
-    """Own VM: the driver identifies the optic at probe, so it must be in
-    the cage at boot."""
-    g = boot_sfp(make_vm, "sr")
-    vm = g.vm
-    assert any(f"SFP+: {SFP_TYPE_SRLR_CORE0}" in t for t in probe_lines(vm)), probe_lines(vm)
-    s, text = settings(vm, g.dev)
-    print(text)
-    assert s.get("Port") == "FIBRE", text
-    assert s.get("Link detected") == "yes", text
-    m = vm.sh(f"ethtool -m {g.dev}")
-    print(m)
-    assert re.search(r"Connector\s*:\s*0x07 \(LC\)", m), m
-    assert "10G Ethernet: 10G Base-SR" in m, m
-    assert re.search(r"Vendor OUI\s*:\s*00:1b:21", m), m
-    assert re.search(r"Laser wavelength\s*:\s*850nm", m), m
-    assert re.search(r"Module temperature\s*:\s*35\.50 degrees C", m), m
-    assert re.search(r"Module voltage\s*:\s*3\.3000 V", m), m
-    assert re.search(r"Laser bias current\s*:\s*6\.000 mA", m), m
-    assert re.search(r"Laser output power\s*:\s*0\.6000 mW", m), m
-    assert re.search(r"Receiver signal average optical power\s*:\s*0\.5000 mW", m), m
-    assert re.search(r"Laser bias current high alarm\s*:\s*Off", m), m
-    # the driver switches the transmitter off while the port is down
-    vm.sh(f"ip link set {g.dev} down")
-    m = vm.sh(f"ethtool -m {g.dev}")
-    assert re.search(r"Laser output power\s*:\s*0\.0000 mW", m), m
-    assert re.search(r"Laser output power low alarm\s*:\s*On", m), m
-    vm.sh(f"ip link set {g.dev} up")
-    vm.wait_carrier(g.dev)
-    assert vm.ping(HOST_IP, count=3).ok
-    # register, EEPROM, interrupt, loopback and link tests on the SFP+ part
-    assert_selftest_pass(g)
-    vm.wait_carrier(g.dev)
-    assert vm.ping(HOST_IP, count=3).ok
-    assert_clean_log(g)
-    assert_qemu_quiet(vm)
-
-
-@pytest.mark.kernel_sensitive("probe")
-def test_sfp_empty_cage(make_vm: VMFactory) -> None:
-    """Own VM: the cage is empty at probe."""
-    g = boot_sfp(make_vm, "none", up=False)
-    vm = g.vm
-    g.devs = vm.wait_netdevs("ixgbe", 1)
-    g.pcis = [vm.pci_address(g.dev)]
-    vm.sh(f"ip link set {g.dev} up")
-    lines = probe_lines(vm)
-    print("\n".join(lines))
-    assert not any("SFP+:" in t for t in lines), lines
-    vm.sh("sleep 5")
-    assert vm.carrier(g.dev) is False, "link up with an empty cage"
-    s, text = settings(vm, g.dev)
-    print(text)
-    # no module type, so the driver's ethtool names no port
-    assert s.get("Port") == "Other" and s.get("Link detected") == "no", text
-    r = vm.run(f"ethtool -m {g.dev}")
-    assert not r.ok, f"ethtool -m read a module from an empty cage:\n{r.stdout}"
-    assert_clean_log(g)
-    assert_qemu_quiet(vm)
-
-
-@pytest.mark.kernel_sensitive("probe")
 def test_sfp_unsupported_module_refused(make_vm: VMFactory) -> None:
-    """Own VM: the driver refuses the port at probe."""
+    """Own VM: the driver refuses the port at probe, with an error that the
+    log check of any other port in the guest would count."""
     g = boot_sfp(make_vm, "unsupported", up=False)
     vm = g.vm
     vm.wait_until(

@@ -33,9 +33,10 @@ def mac_address(index: int) -> str:
     return f"52:54:00:12:34:{0x56 + index:02x}"
 
 
-def user_netdev(netdev: str, hostfwd: Sequence[tuple[int, int]] = ()) -> list[str]:
-    """-netdev user (slirp: guest 10.0.2.15, host loopback as 10.0.2.2)."""
-    opts = f"user,id={netdev},net=10.0.2.0/24,restrict=off"
+def user_netdev(netdev: str, hostfwd: Sequence[tuple[int, int]] = (), subnet: int = 2) -> list[str]:
+    """-netdev user (slirp: guest 10.0.<subnet>.15, host loopback as
+    10.0.<subnet>.2; a host forward goes to the guest's .15)."""
+    opts = f"user,id={netdev},net=10.0.{subnet}.0/24,restrict=off"
     for host_port, guest_port in hostfwd:
         opts += f",hostfwd=tcp:127.0.0.1:{host_port}-:{guest_port}"
     return ["-netdev", opts]

@@ -1,4 +1,9 @@
-"""ixgbe Flow Director, driven by the guest's own driver.
+"""ixgbe receive steering, driven by the guest's own driver: RSS and the
+Flow Director.
+
+RSS: 64 flows sent from the host each land on the RX queue that the
+reference Toeplitz hash, with the key and RETA read from the guest,
+predicts; all 4 queues receive flows.
 
 ntuple on (perfect-match filters): an ``ethtool -N`` rule for one TCP flow
 moves it to each queue in turn while other flows stay on their RSS queues;
@@ -9,6 +14,11 @@ TCP flows it sends and adds a filter for the reply direction on the queue it
 sent from, so a connection's incoming packets follow the CPU the sender is
 pinned to (with each queue's interrupt on the CPU of the same number, as
 Intel's set_irq_affinity script sets them up for ATR).
+
+One guest with two 82599 ports carries the three (in file order): port 0's
+wire is a datagram socket of the tests, which send the flows (RSS, then
+ntuple, which leaves it in ntuple mode); port 1, on slirp, stays in the
+boot default (ntuple off) for ATR, whose interrupt affinities are its own.
 """
 
 from __future__ import annotations
@@ -24,12 +34,20 @@ from ixgbe_testlib.frames import Flow, FramePort
 from ixgbe_testlib.iperf3 import HostIperf3Server, iperf3_report, iperf3_summary
 from ixgbe_testlib.netcheck import make_flows, place_flows, rx_queue_packets
 from ixgbe_testlib.vm import VMFactory
-from scenarios import HOST_IP, WIRE_NET, Guest, assert_qemu_quiet, boot_dgram_nic, boot_user_nic
+from scenarios import WIRE_NET, Guest, NicsGuest, SocketNic, UserNic, assert_qemu_quiet, boot_nics, check_rss
 
 pytestmark = pytest.mark.usefixtures("require_ixgbe")
 
 NQUEUES = 4
 RULE_LOC = 1
+WIRED, ATR = 0, 1
+
+
+@pytest.fixture(scope="module")
+def nics(require_ixgbe: None, make_module_vm: VMFactory) -> NicsGuest:
+    return boot_nics(
+        make_module_vm, [SocketNic("ixgbe", "ixgbe"), UserNic("ixgbe", "ixgbe")], smp=NQUEUES, name="ixgbe"
+    )
 
 
 def queues_of(g: Guest, port: FramePort, flows: list[Flow]) -> dict[Flow, int | None]:
@@ -47,11 +65,23 @@ def stat(g: Guest, name: str) -> int:
     return g.vm.ethtool_stats(g.dev).get(name, 0)
 
 
+@pytest.mark.kernel_sensitive("traffic", family="rss")
+def test_rss_flows_match_toeplitz(nics: NicsGuest) -> None:
+    g, port = nics.guests[WIRED], nics.ports[WIRED]
+    nq = g.vm.channels(g.dev)["current"].get("Combined")
+    assert nq == NQUEUES, f"expected {NQUEUES} combined queues, got {nq}"
+    rss = g.vm.rss(g.dev)
+    assert rss.key is not None and len(rss.key) == 40, f"RSS key not readable: {rss}"
+    assert len(rss.reta) == 128, f"82599 RETA has 128 entries, ethtool shows {len(rss.reta)}"
+    assert rss.hash_function in ("", "toeplitz"), rss.hash_function
+    report = check_rss(g, port, rss.key, rss, nq)
+    print(report)
+    assert_qemu_quiet(g.vm)
+
+
 @pytest.mark.kernel_sensitive("traffic", family="flow-director")
-def test_ntuple_rules_steer_drop_and_restore(require_ixgbe: None, make_vm: VMFactory) -> None:
-    """Own VM: its NIC's wire is a datagram socket of this test, which sends
-    the flows."""
-    g, port = boot_dgram_nic(make_vm, "ixgbe", "ixgbe", smp=NQUEUES, name="ixgbe-ntuple")
+def test_ntuple_rules_steer_drop_and_restore(nics: NicsGuest) -> None:
+    g, port = nics.guests[WIRED], nics.ports[WIRED]
     vm, dev = g.vm, g.dev
     with port:
         vm.sh(f"ethtool -K {dev} ntuple on")
@@ -104,10 +134,10 @@ def test_ntuple_rules_steer_drop_and_restore(require_ixgbe: None, make_vm: VMFac
     assert_qemu_quiet(vm)
 
 
-def test_atr_rx_follows_sending_cpu(require_ixgbe: None, make_vm: VMFactory) -> None:
-    """Own VM: ATR is the driver's mode with ntuple off (the boot default),
-    and the queue interrupts' CPU affinities it sets would outlive it."""
-    g = boot_user_nic(make_vm, "ixgbe", "ixgbe", smp=NQUEUES, name="ixgbe-atr")
+def test_atr_rx_follows_sending_cpu(nics: NicsGuest) -> None:
+    """ATR is the driver's mode with ntuple off (the boot default): on the
+    port the other tests leave alone."""
+    g = nics.guests[ATR]
     vm, dev = g.vm, g.dev
     assert "ntuple-filters: off" in vm.sh(f"ethtool -k {dev}")
     assert vm.channels(dev)["current"].get("Combined") == NQUEUES
@@ -128,7 +158,7 @@ def test_atr_rx_follows_sending_cpu(require_ixgbe: None, make_vm: VMFactory) -> 
         matched = stat(g, "fdir_match")
         for cpu, srv in enumerate(servers):
             before = rx_queue_packets(vm.ethtool_stats(dev))
-            r = vm.run(f"taskset -c {cpu} iperf3 -c {HOST_IP} -p {srv.port} -t 3 -J", timeout=90)
+            r = vm.run(f"taskset -c {cpu} iperf3 -c {g.host} -p {srv.port} -t 3 -J", timeout=90)
             assert r.ok, f"iperf3 from CPU {cpu} failed:\n{r.stdout}"
             mbps, _ = iperf3_summary(iperf3_report(f"iperf3 on CPU {cpu}", r.ok, r.rc, r.stdout))
             now = rx_queue_packets(vm.ethtool_stats(dev))
