@@ -17,7 +17,7 @@
 #      default package stage;
 #   2. packages: a copy of that stage, then apt-get installs
 #      scripts/rootfs/variants/libvirt.txt in a chroot (lib.sh's
-#      variant_packages, as build-rootfs.sh --variant does). Rebuilt when the
+#      variant_packages). Rebuilt when the
 #      default package stage or the list change (or PACKAGE_STAGE below);
 #   3. image: as scripts/build-rootfs.sh's image stage (overlay, guest agent,
 #      machine-id, mke2fs -d), with libvirtd, virtlogd and sshd enabled,

@@ -2,12 +2,10 @@
 # Build the systemd guest: a Debian system made from Debian packages, as a raw
 # ext4 disk image plus its kernel and initrd for direct kernel boot.
 #
-#   scripts/build-rootfs.sh [--variant NAME] [SUITE]
-#                       SUITE: bookworm (default, the only one); NAME: a variant
-#                       in scripts/rootfs/variants/ (NAME.txt), e.g. managers
+#   scripts/build-rootfs.sh [SUITE]
+#                       SUITE: bookworm (default, the only one)
 #
 # Output: $BUILD_DIR/rootfs/<suite>/{disk.img,vmlinuz,initrd.img,manifest.txt}
-#   (a variant: $BUILD_DIR/rootfs-NAME/<suite>/, the same files)
 #   boot: -kernel vmlinuz -initrd initrd.img -append "root=/dev/vda rw console=ttyS0"
 #         -drive file=disk.img,format=raw,if=none,id=root,snapshot=on
 #         -device virtio-blk-pci,drive=root
@@ -16,21 +14,17 @@
 #   1. packages (scripts/rootfs/mkbase.sh): debootstrap --variant=minbase, then
 #      apt-get installs scripts/rootfs/packages.txt (systemd, udev, the
 #      linux-image-amd64 kernel with its initramfs-tools initrd, ethtool,
-#      iproute2, iperf3, irqbalance, python3, ...) from the suite and
-#      its -updates/-security suites. Rebuilt when mkbase.sh, packages.txt,
-#      initramfs-modules or the apt sources change, or when any installed
-#      package has a newer version in the archive.
-#   1b. a variant's packages (--variant NAME): a copy of stage 1, then apt-get
-#      installs scripts/rootfs/variants/NAME.txt (--no-install-recommends) in a
-#      chroot (lib.sh's variant_packages). Rebuilt when stage 1 or the list
-#      change. The default image is neither changed nor made bigger.
+#      iproute2, iperf3, irqbalance, python3, NetworkManager and tuned, ...)
+#      from the suite and its -updates/-security suites. Rebuilt when
+#      mkbase.sh, packages.txt, initramfs-modules or the apt sources change,
+#      or when any installed package has a newer version in the archive.
 #   2. image: the package tree plus scripts/rootfs/overlay/ (fstab, hostname,
 #      network and systemd settings), the harness's serial command agent
 #      (scripts/guest/guest-agent, run by guest-agent.service) and a fresh
 #      machine-id, packed with `mke2fs -d` (no loop mounts). Rebuilt when
 #      stage 1, this script, scripts/lib.sh, the overlay or the agent change.
-#      A variant adds the files of scripts/rootfs/variants/NAME/overlay/ and
-#      enables the units listed in scripts/rootfs/variants/NAME.units.
+#      NetworkManager and tuned are masked: systemd-networkd alone configures
+#      the ports, and tests/e2e/test_nettune_managers.py starts them itself.
 # nettune itself is not in the image: install it with guest/install.sh.
 #
 # Packages come from the Debian archives the host's apt is configured with
@@ -50,20 +44,14 @@ set -euo pipefail
 
 usage() { # <exit status>: the header above, on stdout for --help
     if [[ $1 -eq 0 ]]; then
-        sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+        sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     else
-        sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+        sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
     fi
     exit "$1"
 }
 
 SUITE=bookworm
-VARIANT=""
-if [[ "${1:-}" == --variant ]]; then
-    [[ $# -ge 2 && "$2" =~ ^[a-z][a-z0-9-]*$ ]] || usage 2
-    VARIANT=$2
-    shift 2
-fi
 if [[ $# -gt 1 ]]; then
     usage 2
 elif [[ $# -eq 1 ]]; then
@@ -87,10 +75,6 @@ esac
 
 T0=$(now_s)
 HERE="$REPO_ROOT/scripts/rootfs"
-if [[ -n "$VARIANT" ]]; then
-    [[ "$VARIANT" != libvirt ]] || die "the libvirt variant has its own script: scripts/build-rootfs-libvirt.sh"
-    [[ -f "$HERE/variants/$VARIANT.txt" ]] || die "no variant '$VARIANT' (scripts/rootfs/variants/$VARIANT.txt)"
-fi
 AGENT="$REPO_ROOT/scripts/guest/guest-agent"
 ROOT_DIR="$BUILD_DIR/rootfs"
 OUT="$ROOT_DIR/$SUITE"
@@ -191,49 +175,10 @@ else
     log "package stage up to date ($(wc -l <"$BASE.packages") packages)"
 fi
 
-# ------------------------------------------- stage 1b: a variant's packages
-UNITS=(guest-agent.service systemd-networkd.service)
-OVERLAYS=("$HERE/overlay")
-if [[ -n "$VARIANT" ]]; then
-    VLIST="$HERE/variants/$VARIANT.txt"
-    mapfile -t VPACKAGES < <(read_list_files "$VLIST")
-    ((${#VPACKAGES[@]})) || die "$VLIST lists no package"
-    [[ -d "$HERE/variants/$VARIANT/overlay" ]] && OVERLAYS+=("$HERE/variants/$VARIANT/overlay")
-    mapfile -t -O "${#UNITS[@]}" UNITS < <(read_list_files "$HERE/variants/$VARIANT.units")
-    VOUT="$BUILD_DIR/rootfs-$VARIANT/$SUITE"
-    mkdir -p "$VOUT/logs"
-    KEY_VBASE="$(
-        {
-            printf '%s\n' "$KEY_BASE"
-            sha256sum <"$BASE.packages"
-            hash_files "$VLIST"
-        } | sha256sum | cut -d' ' -f1
-    )"
-    if [[ -n "$base_reason" || ! -f "$VOUT/base.stamp" || "$(cat "$VOUT/base.stamp")" != "$KEY_VBASE" ]]; then
-        log "building the $VARIANT variant's package stage: ${VPACKAGES[*]} (log: ${VOUT#"$REPO_ROOT"/}/logs/apt.log)"
-        t=$(now_s)
-        rm -f "$VOUT/base.stamp"
-        variant_packages "$BASE" "$VOUT/base.new" "$BUILD_DIR/rootfs-$VARIANT/debs" "$VOUT/logs/apt.log" "${VPACKAGES[@]}"
-        rm -rf --one-file-system "$VOUT/base"
-        mv "$VOUT/base.new" "$VOUT/base"
-        mv "$VOUT/base.new.packages" "$VOUT/base.packages"
-        printf '%s\n' "$KEY_VBASE" >"$VOUT/base.stamp"
-        T_BASE=$((T_BASE + $(now_s) - t))
-        base_reason="${base_reason:-its variant package stage was rebuilt}"
-        log "$VARIANT package stage built in $(fmt_duration $(($(now_s) - t))): $(wc -l <"$VOUT/base.packages") packages"
-    else
-        log "$VARIANT package stage up to date ($(wc -l <"$VOUT/base.packages") packages)"
-    fi
-    BASE="$VOUT/base"
-    OUT="$VOUT"
-    KEY_BASE="$KEY_VBASE"
-fi
-
 # --------------------------------------------------------- stage 2: image
-OVERLAY_FILES=()
-for o in "${OVERLAYS[@]}"; do
-    mapfile -t -O "${#OVERLAY_FILES[@]}" OVERLAY_FILES < <(cd "$o" && find . \( -type f -o -type l \) | LC_ALL=C sort | sed "s|^|$o/|")
-done
+UNITS=(guest-agent.service systemd-networkd.service)
+OVERLAY="$HERE/overlay"
+mapfile -t OVERLAY_FILES < <(cd "$OVERLAY" && find . \( -type f -o -type l \) | LC_ALL=C sort | sed "s|^|$OVERLAY/|")
 KEY_IMAGE="$(
     {
         printf '%s\n' "$KEY_BASE"
@@ -252,7 +197,7 @@ KREL="$(find "$BASE/lib/modules" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' 
 
 if [[ "${ROOTFS_FORCE:-0}" != 1 && -z "$base_reason" && -f "$OUT/stamp" && "$(cat "$OUT/stamp")" == "$KEY_IMAGE" &&
     -s "$OUT/disk.img" && -s "$OUT/vmlinuz" && -s "$OUT/initrd.img" ]]; then
-    log "guest image ${VARIANT:+$VARIANT/}$SUITE is up to date: kernel $KREL, ${OUT#"$REPO_ROOT"/}/{disk.img,vmlinuz,initrd.img}"
+    log "guest image $SUITE is up to date: kernel $KREL, ${OUT#"$REPO_ROOT"/}/{disk.img,vmlinuz,initrd.img}"
     exit 0
 fi
 
@@ -263,15 +208,9 @@ log "assembling the image tree"
 cp -a "$BASE" "$STAGE"
 # The overlay's files belong to root in the image; existing directories keep
 # their owner and mode.
-for o in "${OVERLAYS[@]}"; do
-    tar -C "$o" --owner=0 --group=0 --numeric-owner -cf - . |
-        tar -C "$STAGE" --no-overwrite-dir -xpf - || die "copying ${o#"$REPO_ROOT"/} into the image failed"
-done
+tar -C "$OVERLAY" --owner=0 --group=0 --numeric-owner -cf - . |
+    tar -C "$STAGE" --no-overwrite-dir -xpf - || die "copying scripts/rootfs/overlay into the image failed"
 install -D -m 0755 "$AGENT" "$STAGE/usr/local/sbin/guest-agent"
-# NetworkManager reads only keyfiles that root alone may read (git keeps no 0600).
-if [[ -d "$STAGE/etc/NetworkManager/system-connections" ]]; then
-    find "$STAGE/etc/NetworkManager/system-connections" -type f -exec chmod 0600 {} +
-fi
 # A machine-id of its own (an empty one would make every boot a first boot).
 od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$STAGE/etc/machine-id"
 printf '\n' >>"$STAGE/etc/machine-id"
@@ -280,10 +219,14 @@ chroot "$STAGE" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
     systemctl enable "${UNITS[@]}" >"$OUT/logs/systemctl.log" 2>&1 ||
     die "systemctl enable in the image failed: $(cat "$OUT/logs/systemctl.log")"
 # Masked: the getty on ttyS0 (the agent owns the port) and on tty1 (no
-# display), and boot jobs that only cost time under TCG and touch nothing the
-# tests look at (loading drm/fuse/loop/dm_mod, the e2scrub reaper).
+# display), boot jobs that only cost time under TCG and touch nothing the
+# tests look at (loading drm/fuse/loop/dm_mod, the e2scrub reaper), and the
+# network managers the image carries for nettune's coexistence test, which
+# unmasks and starts them on a booted guest (mkbase.sh disabled them): the
+# guest boots as it would without them, systemd-networkd owning the ports.
+MANAGERS=(NetworkManager.service NetworkManager-wait-online.service NetworkManager-dispatcher.service tuned.service)
 MASKED=(serial-getty@ttyS0.service getty@tty1.service e2scrub_reap.service
-    modprobe@drm.service modprobe@fuse.service modprobe@loop.service modprobe@dm_mod.service)
+    modprobe@drm.service modprobe@fuse.service modprobe@loop.service modprobe@dm_mod.service "${MANAGERS[@]}")
 chroot "$STAGE" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
     systemctl mask "${MASKED[@]}" >>"$OUT/logs/systemctl.log" 2>&1 ||
     die "systemctl mask in the image failed: $(cat "$OUT/logs/systemctl.log")"
@@ -291,6 +234,10 @@ for u in "${UNITS[@]}" irqbalance.service udev.service; do
     [[ -n "$(find "$STAGE/etc/systemd/system" -name "$u" -path '*.wants/*' 2>/dev/null)" ]] ||
         [[ "$u" == udev.service && -e "$STAGE/lib/systemd/system/sysinit.target.wants/systemd-udevd.service" ]] ||
         die "$u is not enabled in the image"
+done
+for u in "${MANAGERS[@]}"; do
+    [[ -z "$(find "$STAGE/etc/systemd/system" -name "$u" -path '*.wants/*' 2>/dev/null)" ]] ||
+        die "$u is enabled in the image (it must only be masked)"
 done
 [[ -e "$STAGE/usr/bin/python3" ]] || die "no python3 in the image"
 PYVER="$(chroot "$STAGE" /usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')" ||
@@ -313,7 +260,6 @@ mv "$OUT/initrd.img.tmp" "$OUT/initrd.img"
 rm -rf --one-file-system "$STAGE"
 {
     printf 'suite %s\n' "$SUITE"
-    [[ -z "$VARIANT" ]] || printf 'variant %s\n' "$VARIANT"
     printf 'kernel-release %s\n' "$KREL"
     printf 'python %s\n' "$PYVER"
     printf 'image-size-mb %s\n' "$SIZE_MB"
@@ -327,6 +273,6 @@ rm -rf --one-file-system "$STAGE"
 printf '%s\n' "$KEY_IMAGE" >"$OUT/stamp"
 T_IMAGE=$(($(now_s) - t))
 
-log "built guest image ${VARIANT:+$VARIANT/}$SUITE in $(fmt_duration $(($(now_s) - T0))) (packages $(fmt_duration "$T_BASE"), image $(fmt_duration "$T_IMAGE")):" \
+log "built guest image $SUITE in $(fmt_duration $(($(now_s) - T0))) (packages $(fmt_duration "$T_BASE"), image $(fmt_duration "$T_IMAGE")):" \
     "kernel $KREL, python $PYVER, $(wc -l <"$BASE.packages") packages, ${USED_MB} MiB used of ${SIZE_MB} MiB" \
     "-> ${OUT#"$REPO_ROOT"/}/{disk.img,vmlinuz,initrd.img}"

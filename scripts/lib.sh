@@ -284,7 +284,7 @@ sanitizer_reports() {
 # Debian packages installed with --no-install-recommends into a copy of a
 # package stage (a chroot with proc, sys and devpts mounted, daemons kept from
 # starting by policy-rc.d), for the guest image's variants
-# (scripts/build-rootfs.sh --variant, scripts/build-rootfs-libvirt.sh).
+# (scripts/build-rootfs-libvirt.sh).
 #
 #   variant_packages SRC NEW DEBS LOG PKG...   copy the tree SRC to NEW and
 #       install PKG... in it (.debs cached in DEBS, apt's output in LOG); write

@@ -150,6 +150,12 @@ log "apt-get update, dist-upgrade, install ${#PACKAGES[@]} packages (log: ${LOGD
     die "installing the guest's packages in the chroot failed (see above and $LOGDIR/apt.log)"
 }
 log "packages installed in $(fmt_duration $(($(now_s) - t)))"
+# NetworkManager and tuned enable their units when installed; the guest runs
+# neither at boot (build-rootfs.sh also masks them in the image: a test starts
+# them on a booted guest), nor does any image made from this stage.
+in_chroot systemctl disable NetworkManager.service NetworkManager-wait-online.service \
+    NetworkManager-dispatcher.service tuned.service >>"$LOGDIR/apt.log" 2>&1 ||
+    die "systemctl disable of NetworkManager and tuned in the chroot failed (see $LOGDIR/apt.log)"
 
 for f in "$ARCHIVES"/*.deb; do
     [[ -e "$f" ]] || continue

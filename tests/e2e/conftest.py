@@ -1,11 +1,13 @@
 """pytest glue for the end-to-end tests: the Debian systemd guest image (built
 on demand, cached by scripts/build-rootfs.sh), a QEMU binary with -device
-ixgbe, step timings. The options, fixtures and hooks every VM suite shares
-(--qemu, --vm-log-dir, log_root, VM logs in the report of a failing test) are
+ixgbe, the systemd guest the nettune modules share, step timings. The
+options, fixtures and hooks every VM suite shares (--qemu, --vm-log-dir,
+log_root, VM logs in the report of a failing test) are
 ixgbe_testlib.pytest_plugin's."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Iterator
@@ -16,7 +18,8 @@ import pytest
 
 from ixgbe_testlib.errors import HarnessError
 from ixgbe_testlib.host import has_device
-from ixgbe_testlib.sysguest import RootfsImage, build_rootfs
+from ixgbe_testlib.sysguest import Lab, RootfsImage, SystemdVM, build_rootfs, ixgbe_wire, pick_accel, virtio_wire
+from ixgbe_testlib.vmreport import remember_vm
 
 TIMINGS: dict[str, float] = {}
 
@@ -64,6 +67,48 @@ def rootfs(pytestconfig: pytest.Config, log_root: Path, privileged: None) -> Roo
         pytest.fail(str(exc), pytrace=False)
     TIMINGS["image (build-rootfs.sh)"] = seconds
     return image
+
+
+# ------------------------------------------------ the nettune modules' guest
+NETTUNE_VCPUS = 4
+
+
+@dataclasses.dataclass
+class NettuneGuest:
+    """The systemd guest test_nettune_e2e.py and test_nettune_managers.py share."""
+
+    vm: SystemdVM
+    lab: Lab
+    # nettune installed from NETTUNE_SRC with guest/install.sh (test_nettune_e2e.py)
+    nettune_installed: bool = False
+    # NetworkManager and tuned started (test_nettune_managers.py): from then on the
+    # guest is no longer the image as booted, which test_nettune_e2e.py needs
+    managers: bool = False
+
+
+@pytest.fixture(scope="session")
+def nettune_guest(request: pytest.FixtureRequest, rootfs: RootfsImage, qemu: Path,
+                  log_root: Path) -> Iterator[NettuneGuest]:
+    """One boot for both nettune modules: 4 vCPUs, 1 GiB, the ixgbe port and a
+    virtio-net port with 4 queue pairs on a multiqueue tap, in a lab network
+    namespace. test_nettune_e2e.py runs first, on the guest as the image boots
+    (systemd-networkd owns both ports; NetworkManager and tuned are installed
+    but masked); test_nettune_managers.py then hands the ixgbe port to
+    NetworkManager and starts tuned. meson runs the files in that order, and so
+    does `pytest tests/e2e` (alphabetical)."""
+    with Lab([ixgbe_wire(0), virtio_wire(1, queues=NETTUNE_VCPUS)]) as lab:
+        vm = SystemdVM(
+            rootfs, lab=lab, name="debian", log_dir=log_root / "nettune", smp=NETTUNE_VCPUS, memory_mb=1024,
+            accel=pick_accel(log_root), qemu=qemu,
+        )  # fmt: skip
+        remember_vm(request.node, vm)
+        try:
+            t0 = time.monotonic()
+            vm.start()
+            TIMINGS["nettune guest: boot to agent"] = time.monotonic() - t0
+            yield NettuneGuest(vm, lab)
+        finally:
+            vm.shutdown()
 
 
 @pytest.fixture

@@ -3,10 +3,13 @@ rootfs built from Debian packages, scripts/build-rootfs.sh), with 4 vCPUs, the
 emulated 82599 (`-device ixgbe`, stock Linux ixgbe driver) and a multiqueue
 virtio-net NIC (4 queue pairs on a multiqueue tap).
 
-The steps run in order on one VM, as an administrator would:
+The steps run in order on one VM, as an administrator would (conftest's
+nettune_guest, which test_nettune_managers.py uses after this module):
 
 1. the guest boots: systemd is PID 1, udev bound both NICs, irqbalance runs,
-   both NICs have 4 queues; nettune is installed with guest/install.sh, the
+   NetworkManager and tuned are installed but masked (systemd-networkd alone
+   configures the ports, nettune sees no other manager), both NICs have 4
+   queues; nettune is installed with guest/install.sh, the
    operator's own XPS masks are set and the untuned readings are recorded;
 2. `nettune apply`, then `nettune verify` passes;
 3. the IRQ affinity in /proc/irq, xps_cpus/rps_cpus in sysfs and ethtool
@@ -42,33 +45,31 @@ import statistics
 import struct
 import time
 import zlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import TIMINGS
+from conftest import NETTUNE_VCPUS, TIMINGS, NettuneGuest
 from ixgbe_testlib.netcheck import device_problems, format_records
 from ixgbe_testlib.sysguest import (
     Lab,
     RootfsImage,
     SystemdVM,
     check_plan,
-    ixgbe_wire,
     measure_peer,
-    pick_accel,
     plan_json,
     plan_sysctls,
     readings,
-    virtio_wire,
 )
-from ixgbe_testlib.vmreport import remember_vm
 
-VCPUS = 4
+VCPUS = NETTUNE_VCPUS
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # The nettune source tree installed into the guest (guest/install.sh in it).
 NETTUNE_SRC = Path(os.environ.get("NETTUNE_SRC") or REPO_ROOT / "guest").resolve()
+# installed in the image, masked (scripts/build-rootfs.sh); test_nettune_managers.py starts them
+MANAGER_UNITS = ("NetworkManager.service", "NetworkManager-wait-online.service",
+                 "NetworkManager-dispatcher.service", "tuned.service")
 NETTUNE_LOGS = "journalctl -b --no-pager -o short-monotonic -u nettune.service -u 'nettune-reapply@*'"
 
 
@@ -173,24 +174,18 @@ def ethtool_command(setting: dict[str, Any]) -> str:
 
 # ------------------------------------------------------------------ fixture
 @pytest.fixture(scope="module")
-def setup(request: pytest.FixtureRequest, rootfs: RootfsImage, qemu: Path, log_root: Path) -> Iterator[Setup]:
+def setup(nettune_guest: NettuneGuest) -> Setup:
+    """conftest's shared guest as the image booted it (this module runs on it first)."""
+    g = nettune_guest
+    if g.managers:
+        pytest.fail("the shared guest already runs NetworkManager and tuned: test_nettune_managers.py must run "
+                    "after this module", pytrace=False)  # fmt: skip
     t0 = time.monotonic()
-    log_dir = log_root / "nettune"
-    with Lab([ixgbe_wire(0), virtio_wire(1, queues=VCPUS)]) as lab:
-        vm = SystemdVM(
-            rootfs, lab=lab, name="debian", log_dir=log_dir, smp=VCPUS, memory_mb=1024,
-            accel=pick_accel(log_root), qemu=qemu,
-        )  # fmt: skip
-        remember_vm(request.node, vm)
-        try:
-            vm.start()
-            s = Setup(vm, lab, "", "")
-            wait_ports(s)
-            settle(vm)
-            TIMINGS["boot to agent + ports up"] = time.monotonic() - t0
-            yield s
-        finally:
-            vm.shutdown()
+    s = Setup(g.vm, g.lab, "", "")
+    wait_ports(s)
+    settle(g.vm)
+    TIMINGS["ports up and systemd settled, after the boot"] = time.monotonic() - t0
+    return s
 
 
 # -------------------------------------------------------------------- steps
@@ -202,6 +197,15 @@ def test_boot_systemd_udev_multiqueue(setup: Setup, timed: None) -> None:
     assert state == "running", f"systemd is {state}:\n{vm.run('systemctl --failed --no-pager').stdout}"
     assert vm.sh("nproc").strip() == str(VCPUS)
     assert vm.run("systemctl is-active irqbalance").stdout.strip() == "active"
+    # the image carries NetworkManager and tuned for test_nettune_managers.py, masked until it
+    # starts them: here nothing but systemd-networkd configures the ports, and nettune sees no manager
+    for unit in MANAGER_UNITS:
+        assert vm.run(f"systemctl is-enabled {unit}").stdout.strip() == "masked", unit
+    out = vm.run("systemctl is-active NetworkManager.service tuned.service").stdout
+    assert out.split() == ["inactive", "inactive"], out
+    out = vm.sh("networkctl list --no-legend")
+    for dev in setup.devs:
+        assert re.search(rf"^\s*\d+ {re.escape(dev)} .* configured\b", out, re.M), out
     for dev in setup.devs:
         ch = vm.channels(dev)
         assert ch["current"].get("Combined") == VCPUS, f"{dev}: {ch}"
@@ -211,12 +215,16 @@ def test_boot_systemd_udev_multiqueue(setup: Setup, timed: None) -> None:
         assert r.ok and " 0% packet loss" in r.stdout, f"ping {wire.host_ip} failed:\n{r.stdout}"
 
 
-def test_install_and_apply_then_verify(setup: Setup, timed: None) -> None:
+def test_install_and_apply_then_verify(setup: Setup, nettune_guest: NettuneGuest, timed: None) -> None:
     vm = setup.vm
     assert (NETTUNE_SRC / "install.sh").is_file(), f"no install.sh in {NETTUNE_SRC} (NETTUNE_SRC)"
     vm.put_tree(NETTUNE_SRC, "/root/nettune-src")
     out = vm.sh("bash /root/nettune-src/install.sh", timeout=180)
     assert "enabled nettune.service" in out, out
+    nettune_guest.nettune_installed = True
+    # NetworkManager and tuned, installed but masked, are no managers of this host to nettune
+    out = vm.sh("nettune discover")
+    assert "systemd-networkd: active" in out and "NetworkManager:" not in out and "tuned:" not in out, out
     # The operator's own XPS masks (every CPU on every TX queue, not the drivers' 1:1
     # default): apply's channel change makes both drivers re-create their queues and
     # reset these, and step 6 checks that revert brings them back all the same.

@@ -1,18 +1,25 @@
-"""nettune beside NetworkManager and tuned, end to end, on the managers variant of the
-Debian guest (scripts/build-rootfs.sh --variant managers: Debian 12's network-manager
-1.42 and tuned 2.20, both enabled; NetworkManager owns the ixgbe port through the
-lab-ixgbe connection, a keyfile in /etc/NetworkManager/system-connections; tuned runs
-its recommended profile, virtual-guest), with 2 vCPUs and the emulated 82599.
+"""nettune beside NetworkManager and tuned, end to end, on the Debian guest the nettune
+modules share (conftest's nettune_guest: 4 vCPUs, the emulated 82599 and a virtio-net
+port), after test_nettune_e2e.py. The image carries Debian 12's network-manager 1.42
+and tuned 2.20, masked (scripts/build-rootfs.sh); this module starts them on the
+running guest as an administrator would: NetworkManager gets the ixgbe port through
+the lab-ixgbe connection (a keyfile in /etc/NetworkManager/system-connections, from
+tests/e2e/managers/etc), systemd-networkd lets it go (its .network file for the port
+masked) and keeps the virtio-net port; tuned runs its recommended profile,
+virtual-guest. Both are enabled, so they start again at the reboot below.
 
-One VM, the steps in order (guest/nettune/managers.py has the policy):
+The steps, in order (guest/nettune/managers.py has the policy):
 
-1. the guest boots with both managers running, NetworkManager has the port up;
+1. both managers run, NetworkManager has the port up;
 2. with tuned's network-throughput profile active (its [sysctl] TCP buffers differ from
    nettune's), `nettune apply` refuses before changing anything, naming the profile and
    the keys; back on virtual-guest, apply writes the ring, coalescing, pause and feature
    values into the NetworkManager connection (nmcli) and verify passes; NetworkManager
    itself re-applies them when it activates the connection;
-3. after a reboot verify passes (NetworkManager and nettune's boot unit agree);
+3. after a reboot verify passes: at boot NetworkManager activates the connection with
+   the values apply wrote into it while nettune.service applies its own, and only a
+   boot shows that the two agree (the one reboot of this module; nothing else here
+   needs a fresh boot);
 4. a manager changing a setting is drift that names it: the connection's ring size
    changed through nmcli, tuned switched to network-throughput;
 5. `nettune revert` leaves the connection file byte for byte and nmcli's view of the
@@ -24,20 +31,22 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shlex
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from conftest import TIMINGS
-from ixgbe_testlib.errors import HarnessError
-from ixgbe_testlib.sysguest import Lab, RootfsImage, SystemdVM, build_rootfs, ixgbe_wire, pick_accel, readings
-from ixgbe_testlib.vmreport import remember_vm
+from conftest import TIMINGS, NettuneGuest
+from ixgbe_testlib.sysguest import Lab, SystemdVM, readings
 
-VCPUS = 2
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# /etc files that make NetworkManager own the ixgbe port (the lab-ixgbe connection) and
+# systemd-networkd leave it alone
+MANAGERS_ETC = Path(__file__).resolve().parent / "managers" / "etc"
+# masked in the image (scripts/build-rootfs.sh); unmasked and enabled here
+UNITS = "NetworkManager.service NetworkManager-wait-online.service NetworkManager-dispatcher.service tuned.service"
 NETTUNE_SRC = Path(os.environ.get("NETTUNE_SRC") or REPO_ROOT / "guest").resolve()
 CONN = "/etc/NetworkManager/system-connections/lab-ixgbe.nmconnection"
 NM_VIEW = "nmcli -t -f connection,ethtool connection show lab-ixgbe | grep -v -e '^connection.timestamp:'"
@@ -48,6 +57,7 @@ TUNED_FILES = "find /etc/tuned -type f | sort | xargs sha256sum"
 class Managed:
     vm: SystemdVM
     lab: Lab
+    nettune_installed: bool
     ixgbe: str = ""
     before: dict[str, str] = dataclasses.field(default_factory=dict)
     readings: dict[str, object] = dataclasses.field(default_factory=dict)
@@ -87,10 +97,10 @@ def settle(vm: SystemdVM, timeout: float = 300) -> None:
 
 
 def tuned_profile(vm: SystemdVM, name: str) -> None:
+    """`tuned-adm profile NAME`, then wait for tuned to record it as the profile it runs
+    (read from its file: each tuned-adm call is a Python start, seconds under TCG)."""
     vm.sh(f"tuned-adm profile {shlex.quote(name)}", timeout=180)
-    vm.wait_until(
-        f"tuned on {name}", lambda: vm.run("tuned-adm active").stdout.strip().endswith(f": {name}"), 120
-    )
+    vm.wait_until(f"tuned on {name}", lambda: vm.run("cat /etc/tuned/active_profile").stdout.strip() == name, 120)
 
 
 def ring_rx(vm: SystemdVM, dev: str) -> str:
@@ -100,34 +110,26 @@ def ring_rx(vm: SystemdVM, dev: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def managers_rootfs(log_root: Path, privileged: None) -> RootfsImage:
-    try:
-        image, seconds = build_rootfs("bookworm", log_root / "build-rootfs-managers.log", variant="managers")
-    except HarnessError as exc:
-        pytest.fail(str(exc), pytrace=False)
-    TIMINGS["managers image (build-rootfs.sh --variant managers)"] = seconds
-    return image
-
-
-@pytest.fixture(scope="module")
-def managed(request: pytest.FixtureRequest, managers_rootfs: RootfsImage, qemu: Path,
-            log_root: Path) -> Iterator[Managed]:
+def managed(nettune_guest: NettuneGuest) -> Managed:
+    """The shared guest, the ixgbe port handed from systemd-networkd to NetworkManager
+    and tuned started."""
+    g, vm = nettune_guest, nettune_guest.vm
     t0 = time.monotonic()
-    with Lab([ixgbe_wire(0)]) as lab:
-        vm = SystemdVM(
-            managers_rootfs, lab=lab, name="managers", log_dir=log_root / "managers", smp=VCPUS,
-            memory_mb=1024, accel=pick_accel(log_root), qemu=qemu,
-        )  # fmt: skip
-        remember_vm(request.node, vm)
-        try:
-            vm.start()
-            m = Managed(vm, lab)
-            wait_port(m)
-            settle(vm)
-            TIMINGS["managers guest: boot to agent + port up"] = time.monotonic() - t0
-            yield m
-        finally:
-            vm.shutdown()
+    if vm.run("test -e /var/lib/nettune/state.json").rc == 0:
+        pytest.fail("the shared guest still has nettune's tuning applied (test_nettune_e2e.py did not revert it)",
+                    pytrace=False)  # fmt: skip
+    g.managers = True
+    vm.put_tree(MANAGERS_ETC, "/root/lab-managers")
+    # the keyfile: NetworkManager reads only those that root alone may read (git keeps no 0600)
+    vm.sh("cp -a --remove-destination /root/lab-managers/. /etc/ && "
+          f"chmod 0600 {CONN} && networkctl reload")  # fmt: skip
+    vm.sh(f"systemctl unmask {UNITS} && systemctl enable {UNITS} && systemctl start NetworkManager tuned",
+          timeout=300)  # fmt: skip
+    m = Managed(vm, g.lab, g.nettune_installed)
+    wait_port(m)
+    settle(vm)
+    TIMINGS["managers: NetworkManager and tuned started, port up"] = time.monotonic() - t0
+    return m
 
 
 def test_managers_run_and_own_the_port(managed: Managed, timed: None) -> None:
@@ -135,10 +137,15 @@ def test_managers_run_and_own_the_port(managed: Managed, timed: None) -> None:
     for unit in ("NetworkManager", "tuned"):
         assert vm.run(f"systemctl is-active {unit}").stdout.strip() == "active", unit
     assert vm.run("tuned-adm active").stdout.strip() == "Current active profile: virtual-guest"
+    # systemd-networkd let the ixgbe port go (its .network file masked) and keeps the virtio-net one
+    links = vm.sh("networkctl list --no-legend")
+    assert re.search(rf"^\s*\d+ {re.escape(managed.ixgbe)} .* unmanaged\b", links, re.M), links
+    assert re.search(r" configured\b", links), links
     # the operator picks the profile (tuned's profile_mode: manual), as the steps below do
     tuned_profile(vm, "virtual-guest")
-    vm.put_tree(NETTUNE_SRC, "/root/nettune-src")
-    assert "enabled nettune.service" in vm.sh("bash /root/nettune-src/install.sh", timeout=180)
+    if not managed.nettune_installed:  # test_nettune_e2e.py, which installs it, did not run
+        vm.put_tree(NETTUNE_SRC, "/root/nettune-src")
+        assert "enabled nettune.service" in vm.sh("bash /root/nettune-src/install.sh", timeout=180)
     out = vm.sh("nettune discover")
     assert f"NetworkManager:   running; {managed.ixgbe}: 'lab-ixgbe' ({CONN})" in out, out
     assert "tuned:            profile virtual-guest (virtual-guest <- throughput-performance)" in out, out

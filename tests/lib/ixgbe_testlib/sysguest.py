@@ -65,19 +65,15 @@ class RootfsImage:
 
 
 def rootfs_image(suite: str = "bookworm", variant: str = "") -> RootfsImage:
-    """The built image of a suite; `variant` "libvirt" is the libvirt-host
-    variant (scripts/build-rootfs-libvirt.sh, in build/rootfs-libvirt), any
-    other a variant of scripts/build-rootfs.sh --variant (scripts/rootfs/variants/
-    NAME.txt, in build/rootfs-NAME)."""
+    """The built image of a suite (scripts/build-rootfs.sh, in build/rootfs);
+    `variant` "libvirt" is the libvirt-host variant
+    (scripts/build-rootfs-libvirt.sh, in build/rootfs-libvirt)."""
     if suite not in SUITES:
         raise HarnessError(f"unknown rootfs suite {suite!r}; expected one of {', '.join(SUITES)}")
-    if variant and not (REPO_ROOT / "scripts" / "rootfs" / "variants" / f"{variant}.txt").is_file():
-        raise HarnessError(f"unknown rootfs variant {variant!r}: no scripts/rootfs/variants/{variant}.txt")
+    if variant not in ("", "libvirt"):
+        raise HarnessError(f"unknown rootfs variant {variant!r}; the only one is 'libvirt'")
     d = build_dir() / ("rootfs-" + variant if variant else "rootfs") / suite
-    if variant == "libvirt":
-        script = "scripts/build-rootfs-libvirt.sh"
-    else:
-        script = f"scripts/build-rootfs.sh{' --variant ' + variant if variant else ''} {suite}"
+    script = "scripts/build-rootfs-libvirt.sh" if variant else f"scripts/build-rootfs.sh {suite}"
     files = [d / "disk.img", d / "vmlinuz", d / "initrd.img", d / "manifest.txt"]
     for f in files:
         if not f.is_file():
@@ -90,14 +86,11 @@ def rootfs_image(suite: str = "bookworm", variant: str = "") -> RootfsImage:
     return RootfsImage(suite, files[0], files[1], files[2], manifest.get("kernel-release", ""), manifest)
 
 
-def build_rootfs(
-    suite: str = "bookworm", log_file: Path | None = None, variant: str = ""
-) -> tuple[RootfsImage, float]:
-    """Run scripts/build-rootfs.sh [--variant VARIANT] (quick when cached);
-    return the image and the seconds it took. The script's output goes to
-    `log_file` (or stderr)."""
+def build_rootfs(suite: str = "bookworm", log_file: Path | None = None) -> tuple[RootfsImage, float]:
+    """Run scripts/build-rootfs.sh (quick when cached); return the image and
+    the seconds it took. The script's output goes to `log_file` (or stderr)."""
     script = REPO_ROOT / "scripts" / "build-rootfs.sh"
-    argv = ["bash", str(script)] + (["--variant", variant] if variant else []) + [suite]
+    argv = ["bash", str(script), suite]
     t0 = time.monotonic()
     if log_file is not None:
         log_file.parent.mkdir(parents=True, exist_ok=True)
@@ -108,7 +101,7 @@ def build_rootfs(
     if rc != 0:
         tail = log_file.read_text(errors="replace")[-4000:] if log_file is not None else ""
         raise HarnessError(f"scripts/build-rootfs.sh {' '.join(argv[2:])} failed (exit {rc})\n{tail}")
-    return rootfs_image(suite, variant), time.monotonic() - t0
+    return rootfs_image(suite), time.monotonic() - t0
 
 
 def pick_accel(log_dir: Path) -> str:
