@@ -246,6 +246,7 @@ QEMU_UNIT_TESTS=(
     tests/qtest/i2c-bus-test # qemu-patches/fixes: hw/i2c, bus state unregistered when freed
     tests/unit/test-io-task # qemu-patches/fixes: io/task, results at default priority
     tests/unit/test-ixgbe-iov # the model's iovec walk and CRC
+    tests/unit/test-ixgbe-rx-hdrs # the model's receive header classifier against net_rx_pkt
     tests/unit/test-net-checksum # qemu-patches/fixes: net/checksum, 32 bits at a time
     tests/unit/test-net-tx-pkt # qemu-patches/fixes: net_tx_pkt, UDP segmentation
     tests/qtest/pcie-sriov-test # qemu-patches/fixes: pcie_sriov, NumVFs on load

@@ -248,9 +248,8 @@ struct IxgbeCore {
     IxgbeTxQueue txq[IXGBE_NUM_QUEUES];
     IxgbeRxQueue rxq[IXGBE_NUM_QUEUES];
     uint64_t rx_wb_map[2];      /* queues holding write-backs */
-    /* receive rings mapped for write-back (ixgbe_datapath.c), not state */
-    struct IxgbeRxRingMap *rx_ring_map;
-    MemoryListener rx_ring_listener;
+    /* guest RAM mapped for the receive path (ixgbe_rx_map.c), not state */
+    struct IxgbeRxMap *rx_map;
     VMChangeStateEntry *vm_state;
     struct NetTxPkt *tx_pkt;    /* the packet being sent (any queue) */
     uint8_t *tx_buf;            /* or its bytes, when sent without offloads */

@@ -44,6 +44,7 @@
 #include "ixgbe_rsc.h"
 #include "ixgbe_ipsec.h"
 #include "ixgbe_rx_hdrs.h"
+#include "ixgbe_rx_map.h"
 #include "trace.h"
 
 #define IXGBE_MIN_FRAME         60
@@ -1154,6 +1155,21 @@ static MemTxResult ixgbe_rx_dma_write(IxgbeCore *core, unsigned q,
     return pci_dma_write(ixgbe_dma_dev(core, q), addr, buf, len);
 }
 
+/*
+ * A frame's bytes into a receive buffer: through a mapping of guest RAM
+ * where there is one (ixgbe_rx_map.c), else by DMA.
+ */
+static MemTxResult ixgbe_rx_buf_write(IxgbeCore *core, unsigned q,
+                                      uint64_t addr, const void *buf,
+                                      size_t len)
+{
+    if (ixgbe_dma_dev(core, q) == core->owner &&
+        ixgbe_rx_map_write(core, addr, buf, len)) {
+        return MEMTX_OK;
+    }
+    return ixgbe_rx_dma_write(core, q, addr, buf, len);
+}
+
 typedef struct IxgbeRxDmaIov {
     IxgbeCore *core;
     unsigned queue;
@@ -1166,7 +1182,7 @@ static void ixgbe_rx_dma_write_piece(void *opaque, const uint8_t *buf,
 {
     IxgbeRxDmaIov *d = opaque;
 
-    d->res |= ixgbe_rx_dma_write(d->core, d->queue, d->addr + pos, buf, len);
+    d->res |= ixgbe_rx_buf_write(d->core, d->queue, d->addr + pos, buf, len);
 }
 
 /* Bytes [off, off + n) of an iovec to guest address addr */
@@ -1175,8 +1191,14 @@ static MemTxResult ixgbe_rx_dma_write_iov(IxgbeCore *core, unsigned q,
                                           const struct iovec *iov,
                                           int iovcnt, size_t off, size_t n)
 {
-    IxgbeRxDmaIov d = { .core = core, .queue = q, .addr = addr };
+    IxgbeRxDmaIov d;
 
+    /* Most frames are in one piece: no walk */
+    if (iovcnt >= 1 && n <= iov[0].iov_len && off <= iov[0].iov_len - n) {
+        return ixgbe_rx_buf_write(core, q, addr,
+                                  (const uint8_t *)iov[0].iov_base + off, n);
+    }
+    d = (IxgbeRxDmaIov) { .core = core, .queue = q, .addr = addr };
     ixgbe_iov_walk(iov, iovcnt, off, n, ixgbe_rx_dma_write_piece, &d);
     return d.res;
 }
@@ -1231,7 +1253,7 @@ static MemTxResult ixgbe_rx_data_write(IxgbeCore *core, unsigned q,
 
         if (off >= body) {
             run = MIN(n, d->len - off);
-            res |= ixgbe_rx_dma_write(core, q, addr, d->fcs + (off - body),
+            res |= ixgbe_rx_buf_write(core, q, addr, d->fcs + (off - body),
                                       run);
         } else {
             run = MIN(n, body - off);
@@ -1288,86 +1310,15 @@ static MemTxResult ixgbe_rx_dma_read(IxgbeCore *core, unsigned q,
     return pci_dma_read(ixgbe_dma_dev(core, q), addr, buf, len);
 }
 
-/*
- * Write-backs go through a mapping of the ring (a MemoryRegionCache, as
- * virtio's rings do) when the ring is in RAM the PF reaches directly: no
- * address translation per write.  A ring in a VF's pool, behind an IOMMU
- * or not in RAM keeps pci_dma_write().  The mappings follow the rings
- * (base and size) and are all dropped whenever the PF's bus master
- * address space changes (bus mastering, memory plugged or unplugged).
- */
-typedef enum IxgbeRxMapState {
-    IXGBE_RX_MAP_NONE,
-    IXGBE_RX_MAP_MAPPED,
-    IXGBE_RX_MAP_DMA,           /* tried: this ring keeps pci_dma_write() */
-} IxgbeRxMapState;
-
-typedef struct IxgbeRxRingMap {
-    IxgbeRxMapState state;
-    uint64_t base;
-    uint32_t n;
-    MemoryRegionCache cache;
-} IxgbeRxRingMap;
-
-static void ixgbe_rx_ring_unmap(IxgbeRxRingMap *m)
-{
-    if (m->state == IXGBE_RX_MAP_MAPPED) {
-        address_space_cache_destroy(&m->cache);
-    }
-    m->state = IXGBE_RX_MAP_NONE;
-}
-
-static void ixgbe_rx_ring_unmap_all(IxgbeCore *core)
-{
-    for (unsigned q = 0; q < IXGBE_NUM_QUEUES; q++) {
-        ixgbe_rx_ring_unmap(&core->rx_ring_map[q]);
-    }
-}
-
-static void ixgbe_rx_ring_listener_commit(MemoryListener *listener)
-{
-    IxgbeCore *core = container_of(listener, IxgbeCore, rx_ring_listener);
-
-    ixgbe_rx_ring_unmap_all(core);
-}
-
-/* Queue q's cached ring, mapped; NULL when it is written by DMA */
-static MemoryRegionCache *ixgbe_rx_ring_map(IxgbeCore *core, unsigned q)
-{
-    IxgbeRxQueue *rxq = &core->rxq[q];
-    IxgbeRxRingMap *m = &core->rx_ring_map[q];
-    hwaddr len = (hwaddr)rxq->n * IXGBE_DESC_SIZE;
-
-    if (m->state != IXGBE_RX_MAP_NONE &&
-        (m->base != rxq->base || m->n != rxq->n)) {
-        ixgbe_rx_ring_unmap(m);
-    }
-    if (m->state == IXGBE_RX_MAP_NONE) {
-        m->base = rxq->base;
-        m->n = rxq->n;
-        m->state = IXGBE_RX_MAP_DMA;
-        if (!len || ixgbe_dma_dev(core, q) != core->owner) {
-            return NULL;
-        }
-        if (address_space_cache_init(&m->cache,
-                                     pci_get_address_space(core->owner),
-                                     rxq->base, len, true) == len &&
-            m->cache.ptr) {
-            m->state = IXGBE_RX_MAP_MAPPED;
-        } else {
-            address_space_cache_destroy(&m->cache);
-        }
-    }
-    return m->state == IXGBE_RX_MAP_MAPPED ? &m->cache : NULL;
-}
-
 /* Write cnt descriptors to ring entries idx... of queue q's cached ring */
 static void ixgbe_rx_desc_write(IxgbeCore *core, unsigned q, uint32_t idx,
                                 const IxgbeRxDesc *descs, uint32_t cnt)
 {
     IxgbeRxQueue *rxq = &core->rxq[q];
     uint32_t first = MIN(cnt, rxq->n - idx);
-    MemoryRegionCache *map = ixgbe_rx_ring_map(core, q);
+    MemoryRegionCache *map = ixgbe_dma_dev(core, q) == core->owner ?
+                             ixgbe_rx_map_ring(core, q, rxq->base, rxq->n) :
+                             NULL;
 
     if (map && idx < rxq->n && cnt <= rxq->n) {
         hwaddr off = (hwaddr)idx * IXGBE_DESC_SIZE;
@@ -1565,7 +1516,9 @@ static void ixgbe_rx_complete(IxgbeCore *core, unsigned q, uint32_t idx,
 
     if (!wthresh || !(ivar & IXGBE_IVAR_VALID) || ixgbe_vf_queue(core, q)) {
         /* Write back at once, after what was held */
-        ixgbe_rx_flush_writeback(core, q);
+        if (rxq->wb_cnt) {
+            ixgbe_rx_flush_writeback(core, q);
+        }
         ixgbe_rx_desc_write(core, q, idx, descs, cnt);
         return;
     }
@@ -1807,27 +1760,13 @@ static bool ixgbe_rx_pools(IxgbeCore *core, const IxgbeRxFrame *f,
     return true;
 }
 
-/*
- * One frame from the wire (src_pool < 0), from MAC loopback, or switched
- * from a pool.  Returns the bytes taken, 0 to hold the frame; *local is
- * set when a switched unicast frame reached a local pool.
- *
- * The frame stays where the backend put it: classification reads its
- * first IXGBE_RX_HDR_MAX bytes (in place when the first piece holds them,
- * else from a copy on the stack), and the receive buffers are written
- * from the pieces themselves.  Only a frame shorter than the minimum is
- * copied, to pad it.
- */
-static ssize_t ixgbe_rx_frame(IxgbeCore *core, const struct iovec *iov,
-                              int iovcnt, bool loopback, int src_pool,
-                              bool *local)
+/* ixgbe_rx_frame(), with the frame's first bytes (size: before padding) */
+static ssize_t ixgbe_rx_frame_at(IxgbeCore *core, const struct iovec *iov,
+                                 int iovcnt, size_t size, const uint8_t *hdr,
+                                 bool loopback, int src_pool, bool *local)
 {
-    size_t size = iov_size(iov, iovcnt);
     uint32_t hlreg0 = ixgbe_get(core, IXGBE_HLREG0);
     bool vt = ixgbe_vt_active(core);
-    uint8_t hdr[IXGBE_RX_HDR_MAX];
-    uint8_t pad[IXGBE_MIN_FRAME];
-    struct iovec pad_iov;
     IxgbeRxFrame f;
     size_t max_frame, len;
     IxgbeRxInfo info;
@@ -1849,21 +1788,7 @@ static ssize_t ixgbe_rx_frame(IxgbeCore *core, const struct iovec *iov,
     f.iovcnt = iovcnt;
     f.len = MAX(size, IXGBE_MIN_FRAME);
     f.hdr_len = MIN(f.len, IXGBE_RX_HDR_MAX);
-    if (size < IXGBE_MIN_FRAME) {
-        /* Padded with zeros to the minimum */
-        memset(pad, 0, sizeof(pad));
-        iov_to_buf(iov, iovcnt, 0, pad, size);
-        pad_iov.iov_base = pad;
-        pad_iov.iov_len = sizeof(pad);
-        f.iov = &pad_iov;
-        f.iovcnt = 1;
-        f.hdr = pad;
-    } else if (iovcnt >= 1 && iov[0].iov_len >= f.hdr_len) {
-        f.hdr = iov[0].iov_base;
-    } else {
-        iov_to_buf(iov, iovcnt, 0, hdr, f.hdr_len);
-        f.hdr = hdr;
-    }
+    f.hdr = hdr;
 
     /* MAC control frames from the wire stop at the MAC (ixgbe_fc.c) */
     if (src_pool < 0 && ixgbe_fc_rx(core, f.hdr, f.hdr_len)) {
@@ -1916,6 +1841,59 @@ static ssize_t ixgbe_rx_frame(IxgbeCore *core, const struct iovec *iov,
     return size;
 }
 
+/*
+ * A frame shorter than the minimum, padded with zeros, or one whose first
+ * IXGBE_RX_HDR_MAX bytes are not in its first piece, with a copy of them
+ * (the buffers on the stack only on this path)
+ */
+static ssize_t ixgbe_rx_frame_copied(IxgbeCore *core,
+                                     const struct iovec *iov, int iovcnt,
+                                     size_t size, bool loopback,
+                                     int src_pool, bool *local)
+{
+    uint8_t hdr[IXGBE_RX_HDR_MAX];
+    uint8_t pad[IXGBE_MIN_FRAME];
+    struct iovec pad_iov;
+
+    if (size < IXGBE_MIN_FRAME) {
+        memset(pad, 0, sizeof(pad));
+        iov_to_buf(iov, iovcnt, 0, pad, size);
+        pad_iov.iov_base = pad;
+        pad_iov.iov_len = sizeof(pad);
+        return ixgbe_rx_frame_at(core, &pad_iov, 1, size, pad, loopback,
+                                 src_pool, local);
+    }
+    iov_to_buf(iov, iovcnt, 0, hdr, MIN(size, IXGBE_RX_HDR_MAX));
+    return ixgbe_rx_frame_at(core, iov, iovcnt, size, hdr, loopback,
+                             src_pool, local);
+}
+
+/*
+ * One frame from the wire (src_pool < 0), from MAC loopback, or switched
+ * from a pool.  Returns the bytes taken, 0 to hold the frame; *local is
+ * set when a switched unicast frame reached a local pool.
+ *
+ * The frame stays where the backend put it: classification reads its
+ * first IXGBE_RX_HDR_MAX bytes (in place when the first piece holds them,
+ * else from a copy on the stack), and the receive buffers are written
+ * from the pieces themselves.  Only a frame shorter than the minimum is
+ * copied, to pad it.
+ */
+static ssize_t ixgbe_rx_frame(IxgbeCore *core, const struct iovec *iov,
+                              int iovcnt, bool loopback, int src_pool,
+                              bool *local)
+{
+    size_t size = iov_size(iov, iovcnt);
+
+    if (size >= IXGBE_MIN_FRAME && iovcnt >= 1 &&
+        iov[0].iov_len >= MIN(size, IXGBE_RX_HDR_MAX)) {
+        return ixgbe_rx_frame_at(core, iov, iovcnt, size, iov[0].iov_base,
+                                 loopback, src_pool, local);
+    }
+    return ixgbe_rx_frame_copied(core, iov, iovcnt, size, loopback,
+                                 src_pool, local);
+}
+
 ssize_t ixgbe_rx_receive(IxgbeCore *core, const struct iovec *iov,
                          int iovcnt, bool loopback)
 {
@@ -1943,13 +1921,7 @@ static void ixgbe_datapath_init(IxgbeCore *core)
     net_tx_pkt_init(&core->tx_pkt, IXGBE_MAX_TX_FRAGS);
     core->tx_buf = g_malloc(IXGBE_TX_PLAIN_MAX);
     net_rx_pkt_init(&core->rx_pkt);
-    core->rx_ring_map = g_new0(IxgbeRxRingMap, IXGBE_NUM_QUEUES);
-    core->rx_ring_listener = (MemoryListener) {
-        .name = "ixgbe-rx-rings",
-        .commit = ixgbe_rx_ring_listener_commit,
-    };
-    memory_listener_register(&core->rx_ring_listener,
-                             pci_get_address_space(core->owner));
+    ixgbe_rx_map_init(core);
 }
 
 static void ixgbe_datapath_uninit(IxgbeCore *core)
@@ -1961,10 +1933,7 @@ static void ixgbe_datapath_uninit(IxgbeCore *core)
     core->tx_buf = NULL;
     net_rx_pkt_uninit(core->rx_pkt);
     core->rx_pkt = NULL;
-    memory_listener_unregister(&core->rx_ring_listener);
-    ixgbe_rx_ring_unmap_all(core);
-    g_free(core->rx_ring_map);
-    core->rx_ring_map = NULL;
+    ixgbe_rx_map_uninit(core);
 }
 
 static void ixgbe_datapath_reset(IxgbeCore *core)

@@ -41,7 +41,6 @@
 #include "ixgbe_fc.h"
 #include "trace.h"
 
-#define ETH_P_MAC_CONTROL   0x8808
 #define FC_OPCODE_PAUSE     0x0001
 #define FC_OPCODE_PFC       0x0101
 
@@ -93,7 +92,7 @@ static bool ixgbe_fc_address(IxgbeCore *core, const uint8_t *dst)
             lduw_le_p(dst + 4) == (rah & 0xFFFF));
 }
 
-bool ixgbe_fc_rx(IxgbeCore *core, const uint8_t *frame, size_t len)
+bool ixgbe_fc_rx_control(IxgbeCore *core, const uint8_t *frame, size_t len)
 {
     uint32_t mflcn = ixgbe_get(core, IXGBE_MFLCN);
     uint16_t opcode;
@@ -201,7 +200,7 @@ static void ixgbe_fc_drained(IxgbeCore *core)
     }
 }
 
-void ixgbe_fc_rx_held(IxgbeCore *core, bool held)
+void ixgbe_fc_rx_held_changed(IxgbeCore *core, bool held)
 {
     IxgbeFc *fc = &core->fc;
 

@@ -717,8 +717,8 @@ static bool ixgbe_fdir_perfect_match(IxgbeCore *core,
            ((flt->port >> 16) & ixgbe_fdir_port_mask(pm, true)) == f->dport;
 }
 
-bool ixgbe_fdir_classify(IxgbeCore *core, const uint8_t *frame, size_t len,
-                         IxgbeFdirResult *res)
+bool ixgbe_fdir_lookup(IxgbeCore *core, const uint8_t *frame, size_t len,
+                       IxgbeFdirResult *res)
 {
     IxgbeFdir *fd = core->fdir;
     uint32_t ctrl = ixgbe_get(core, IXGBE_FDIRCTRL);

@@ -63,8 +63,18 @@ extern const VMStateDescription ixgbe_vmstate_fdir_table;
 uint16_t ixgbe_fdir_hash(const uint32_t *input, uint32_t key);
 
 /* Receive: look the frame up; false when Flow Director is off */
-bool ixgbe_fdir_classify(IxgbeCore *core, const uint8_t *frame, size_t len,
-                         IxgbeFdirResult *res);
+bool ixgbe_fdir_lookup(IxgbeCore *core, const uint8_t *frame, size_t len,
+                       IxgbeFdirResult *res);
+
+/* The same, without a call for every frame while it is off (no PBALLOC) */
+static inline bool ixgbe_fdir_classify(IxgbeCore *core, const uint8_t *frame,
+                                       size_t len, IxgbeFdirResult *res)
+{
+    if (!(ixgbe_get(core, IXGBE_FDIRCTRL) & IXGBE_FDIRCTRL_PBALLOC_MASK)) {
+        return false;
+    }
+    return ixgbe_fdir_lookup(core, frame, len, res);
+}
 
 /* The Flow Director as a part of the device (IxgbePart, ixgbe_core.h) */
 extern const IxgbePart ixgbe_fdir_part;

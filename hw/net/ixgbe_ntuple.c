@@ -196,8 +196,8 @@ static int ixgbe_ftqf_queue(IxgbeCore *core, const IxgbeL34 *p)
             IXGBE_L34TIMIR_QUEUE_SHIFT) & IXGBE_L34TIMIR_QUEUE_MASK;
 }
 
-bool ixgbe_ntuple_classify(IxgbeCore *core, const uint8_t *frame,
-                           size_t len, unsigned *queue)
+bool ixgbe_ntuple_lookup(IxgbeCore *core, const uint8_t *frame,
+                         size_t len, unsigned *queue)
 {
     uint32_t synqf = ixgbe_get(core, IXGBE_SYNQF);
     IxgbeL34 p;

@@ -194,8 +194,8 @@ uint64_t ixgbe_ptp_rx_arrival(IxgbeCore *core)
     return ixgbe_ptp_now(core);
 }
 
-bool ixgbe_ptp_rx_stamp(IxgbeCore *core, const uint8_t *frame, size_t len,
-                        uint64_t arrival)
+bool ixgbe_ptp_rx_stamp_frame(IxgbeCore *core, const uint8_t *frame,
+                              size_t len, uint64_t arrival)
 {
     uint32_t *ctl = ixgbe_reg(core, IXGBE_TSYNCRXCTL);
     uint32_t type = *ctl & IXGBE_TSYNCRXCTL_TYPE_MASK;
