@@ -118,8 +118,17 @@ class Testpmd:
         if self.EXIT.search(before):
             raise GuestError(f"testpmd is not running:\n{before[-3000:]}")
         n = before.count(self.PROMPT)
-        self.vm.sh(f"echo {shlex.quote(line)} > {self.FIFO}")
-        text = self.wait_log(f"testpmd to finish `{line}`", lambda t: t.count(self.PROMPT) > n, timeout)
+        # typed, and the log read a moment later in the same guest command:
+        # most commands have answered by then, the others are polled for
+        r = self.vm.run(
+            f"echo {shlex.quote(line)} > {self.FIFO} && sleep 0.2 && tail -c +{len(self._log) + 1} {self.LOG}"
+        )
+        if not r.ok:
+            raise GuestError(f"could not type `{line}` into testpmd: {r.stdout}")
+        self._log += r.raw
+        text = self._log.decode(errors="replace")
+        if text.count(self.PROMPT) <= n:
+            text = self.wait_log(f"testpmd to finish `{line}`", lambda t: t.count(self.PROMPT) > n, timeout)
         # the output starts after the prompt the command was typed at
         start = 0
         for _ in range(n):
