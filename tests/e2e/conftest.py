@@ -119,6 +119,17 @@ def timed(request: pytest.FixtureRequest) -> Iterator[None]:
     TIMINGS[request.node.name] = time.monotonic() - t0
 
 
+@pytest.fixture(scope="session")
+def dpdk_viommu_guest(request: pytest.FixtureRequest, rootfs: RootfsImage, qemu: Path, log_root: Path) -> Iterator[Any]:
+    """test_dpdk_pmd.py's vfio-viommu guest, booted once for the session: that
+    file's steps for the binding run on it, then test_dpdk_vf.py's on VFs of
+    its port 0 (one boot for both files)."""
+    from test_dpdk_pmd import VFIO_VIOMMU, dpdk_guest
+
+    with dpdk_guest(VFIO_VIOMMU, rootfs, qemu, log_root, request.node) as guest:
+        yield guest
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     if not TIMINGS:
         return

@@ -41,7 +41,9 @@ Bindings:
   (IOVA as PA, 2 MiB hugepages);
 - vfio-pci behind an emulated Intel IOMMU (intel-iommu, guest intel_iommu=on;
   Debian's kernel has no vfio no-IOMMU mode): MSI-X, DMA through the IOMMU
-  (IOVA as VA).
+  (IOVA as VA). This guest is booted once for the session (conftest.py:
+  dpdk_viommu_guest): test_dpdk_vf.py's VF steps run on it after this
+  file's, with port 0 as their PF.
 
 The host side (sending and capturing raw frames) runs in the lab namespace
 as a small Python program (FRAME_TOOL), one process per direction.
@@ -49,6 +51,7 @@ as a small Python program (FRAME_TOOL), one process per direction.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import re
@@ -76,6 +79,12 @@ MEMORY_MB = 2048
 HUGEPAGES = 256  # 2 MiB pages: 512 MiB for DPDK's memory
 FRAMES = 1000  # frames the host sends into each port
 RXQ = 2  # RX/TX queues per port (RSS over two RX queues)
+# testpmd's mbuf pool: by default sized for DPDK's 32 ports with the largest
+# rings (155,456 mbufs of 2,176 bytes, 338 MB of hugepages testpmd fills at
+# start, seconds of TCG); this is about twice what the rings of four ports
+# with two queues each way and the lcores' caches hold (the forwarding
+# tests assert RX-nombuf 0)
+MBUFS = 16384
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,14 +128,15 @@ class Binding:
 
 # Two KR ports (0 <-> 1) and two other parts (2 <-> 3) per VM: testpmd's
 # paired topology forwards between the ports of each pair.
-BINDINGS = (
-    Binding("uio", "uio_pci_generic", "pa", (KR, KR, SFP_DA, COMBO_HELD), modprobe="uio_pci_generic"),
-    Binding(
-        "vfio-viommu", "vfio-pci", "va", (KR, KR, SFP_SR, COMBO_HELD),
-        qemu_args=("-machine", "q35,kernel-irqchip=split", "-device", "intel-iommu,intremap=on"),
-        append="intel_iommu=on", modprobe="vfio-pci",
-    ),
+UIO = Binding("uio", "uio_pci_generic", "pa", (KR, KR, SFP_DA, COMBO_HELD), modprobe="uio_pci_generic")
+# (test_dpdk_vf.py's VF steps run on this binding's guest after this file's,
+# on port 0: the conftest's dpdk_viommu_guest)
+VFIO_VIOMMU = Binding(
+    "vfio-viommu", "vfio-pci", "va", (KR, KR, SFP_SR, COMBO_HELD),
+    qemu_args=("-machine", "q35,kernel-irqchip=split", "-device", "intel-iommu,intremap=on"),
+    append="intel_iommu=on", modprobe="vfio-pci",
 )  # fmt: skip
+BINDINGS = (UIO, VFIO_VIOMMU)
 
 # host and guest addresses of each port's wire after port 0's (the image's
 # systemd-networkd gives every ixgbe port 198.51.100.2, used by port 0)
@@ -350,19 +360,38 @@ def kernel_ports(vm: SystemdVM, wires: list[Wire], parts: tuple[Part, ...]) -> l
     devs = vm.wait_netdevs("ixgbe", len(wires), timeout=180)
     by_mac = {w.mac.lower(): (w, part) for w, part in zip(wires, parts, strict=True)}
     ports = []
-    for dev in devs:
-        mac = vm.sh(f"cat /sys/class/net/{dev}/address").strip().lower()
-        wire, part = by_mac[mac]
-        ports.append(Port(wire, part, vm.pci_address(dev), dev))
+    # one guest command for all: name, MAC, PCI address
+    each = "; ".join(
+        f"echo {d} $(cat /sys/class/net/{d}/address) $(basename $(readlink /sys/class/net/{d}/device))" for d in devs
+    )
+    for line in vm.sh(each).splitlines():
+        dev, mac, pci = line.split()
+        wire, part = by_mac[mac.lower()]
+        ports.append(Port(wire, part, pci, dev))
+    assert sorted(p.netdev for p in ports) == sorted(devs), f"{devs}: {ports}"
     ports.sort(key=lambda p: p.pci)
     for i, p in enumerate(ports):
         p.port_id = i
     return ports
 
 
-@pytest.fixture(scope="module", params=BINDINGS, ids=[b.name for b in BINDINGS])
-def setup(request: pytest.FixtureRequest, rootfs: RootfsImage, qemu: Path, log_root: Path) -> Iterator[Setup]:
-    binding: Binding = request.param
+@dataclasses.dataclass
+class Guest:
+    """A booted guest of one binding, its ports still with the kernel's ixgbe."""
+
+    vm: SystemdVM
+    lab: Lab
+    binding: Binding
+    ports: list[Port]  # in DPDK port id order
+    vfs_made: bool = False  # test_dpdk_vf.py has used it (it made VFs of port 0)
+
+
+@contextlib.contextmanager
+def dpdk_guest(
+    binding: Binding, rootfs: RootfsImage, qemu: Path, log_root: Path, node: pytest.Item | pytest.Collector
+) -> Iterator[Guest]:
+    """Boot the binding's guest in a lab of its own; shut it down at the end.
+    The VM's logs go into the report of a failing test under `node`."""
     manifest = (rootfs.disk.parent / "manifest.txt").read_text()
     if not re.search(r"^package dpdk-dev ", manifest, re.MULTILINE):
         pytest.fail("the guest image has no dpdk-dev (scripts/rootfs/packages.txt)", pytrace=False)
@@ -377,28 +406,41 @@ def setup(request: pytest.FixtureRequest, rootfs: RootfsImage, qemu: Path, log_r
             # DPDK 22.11 as Debian builds it needs SSE4.2 (TCG's default qemu64 has none)
             args=["-cpu", "max", *binding.qemu_args],
         )  # fmt: skip
-        remember_vm(request.node, vm)
+        remember_vm(node, vm)
         try:
             vm.start()
             # no IPv6 chatter from the host ends: the taps carry only test frames
             lab.sh("sysctl -qw " + " ".join(f"net.ipv6.conf.{w.tap}.disable_ipv6=1" for w in lab.wires))
             ports = kernel_ports(vm, lab.wires, binding.parts)
             TIMINGS[f"{binding.name}: boot to agent + ports"] = time.monotonic() - t0
-            yield Setup(vm, lab, binding, ports, Testpmd(vm))
+            yield Guest(vm, lab, binding, ports)
         finally:
             vm.shutdown()
+
+
+@pytest.fixture(scope="module", params=BINDINGS, ids=[b.name for b in BINDINGS])
+def setup(request: pytest.FixtureRequest, rootfs: RootfsImage, qemu: Path, log_root: Path) -> Iterator[Setup]:
+    binding: Binding = request.param
+    with contextlib.ExitStack() as stack:
+        if binding is VFIO_VIOMMU:
+            # booted for the session: test_dpdk_vf.py runs on it after this file
+            guest: Guest = request.getfixturevalue("dpdk_viommu_guest")
+            if guest.vfs_made:
+                pytest.fail("test_dpdk_vf.py ran first on the vfio-viommu guest: run this file before it")
+        else:
+            guest = stack.enter_context(dpdk_guest(binding, rootfs, qemu, log_root, request.node))
+        yield Setup(guest.vm, guest.lab, binding, guest.ports, Testpmd(guest.vm))
 
 
 # ------------------------------------------------------------------ steps
 def test_bind_ports_to_dpdk(setup: Setup, timed: None) -> None:
     vm, b = setup.vm, setup.binding
     vm.modprobe(b.modprobe)
-    for p in setup.ports:
-        vm.sh(f"ip addr flush dev {p.netdev} && ip link set {p.netdev} down")
+    vm.sh(" && ".join(f"ip addr flush dev {p.netdev} && ip link set {p.netdev} down" for p in setup.ports))
     pcis = [p.pci for p in setup.ports]
     vm.sh(shlex.join(["dpdk-devbind.py", "-b", b.driver, *pcis]), timeout=120)
-    for pci in pcis:
-        drv = vm.sh(f"basename $(readlink /sys/bus/pci/devices/{pci}/driver)").strip()
+    drivers = vm.sh("; ".join(f"basename $(readlink /sys/bus/pci/devices/{pci}/driver)" for pci in pcis)).split()
+    for pci, drv in zip(pcis, drivers, strict=True):
         assert drv == b.driver, f"{pci} is bound to {drv}, not {b.driver}"
     status = vm.sh("dpdk-devbind.py --status-dev net")
     assert "Network devices using DPDK-compatible driver" in status, status
@@ -415,7 +457,7 @@ def test_testpmd_probes_every_port(setup: Setup, timed: None) -> None:
     eal.append("--log-level=pmd.net.ixgbe.init:debug")  # what the PMD made of each port (parse_identified)
     for p in setup.ports:
         eal += ["-a", p.pci]
-    app = ["--forward-mode=io", f"--rxq={RXQ}", f"--txq={RXQ}"]
+    app = ["--forward-mode=io", f"--rxq={RXQ}", f"--txq={RXQ}", f"--total-num-mbufs={MBUFS}"]
     setup.startup = out = setup.testpmd.start(eal, app)
     assert Testpmd.PROMPT in out, f"testpmd did not reach its prompt:\n{out[-4000:]}"
     probed, macs = parse_probe(out)
@@ -650,7 +692,8 @@ def test_quit_and_kernel_driver_back(setup: Setup, timed: None) -> None:
     pcis = [p.pci for p in setup.ports]
     vm.sh(shlex.join(["dpdk-devbind.py", "-b", "ixgbe", *pcis]), timeout=180)
     devs = vm.wait_netdevs("ixgbe", len(setup.ports), timeout=180)
-    by_pci = {vm.pci_address(d): d for d in devs}
+    addrs = vm.sh("; ".join(f"basename $(readlink /sys/class/net/{d}/device)" for d in devs)).split()
+    by_pci = dict(zip(addrs, devs, strict=True))
     p0 = setup.ports[0]
     dev = by_pci[p0.pci]
     vm.wait_ipv4(dev, p0.wire.guest_ip)

@@ -1,14 +1,16 @@
 """DPDK's ixgbevf poll-mode driver on two VFs of the emulated 82599, behind
 an emulated Intel IOMMU, end to end.
 
-The Debian systemd guest (the image of test_dpdk_pmd.py, with DPDK 22.11)
-boots with one emulated 82599 behind a PCIe root port, its wire a tap in the
-lab network namespace, and an emulated IOMMU (intel-iommu with interrupt
-remapping, guest intel_iommu=on):
+On test_dpdk_pmd.py's vfio-viommu guest (the Debian systemd guest with
+DPDK 22.11, four emulated 82599 ports each behind a PCIe root port and on a
+tap in the lab network namespace, an emulated IOMMU: intel-iommu with
+interrupt remapping, guest intel_iommu=on), booted once for both files
+(conftest.py: dpdk_viommu_guest), after that file's steps gave the ports
+back to the kernel's ixgbe. Its port 0 is the PF:
 
     host tap tixgbe0 <-> PF (kernel ixgbe) <-> VF 0 and VF 1 (vfio-pci, testpmd)
 
-In order, on one VM:
+In order, on that VM:
 
 1. `sriov_numvfs` gives two VFs; the PF's driver assigns their MACs
    (`ip link set PF vf N mac`); each VF is an IOMMU group of its own;
@@ -39,21 +41,16 @@ import dataclasses
 import re
 import shlex
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from conftest import TIMINGS
 from ixgbe_testlib.netcheck import device_problems, format_records
 from ixgbe_testlib.parsers import KmsgRecord
-from ixgbe_testlib.sysguest import Lab, RootfsImage, SystemdVM, ixgbe_wire, pick_accel
+from ixgbe_testlib.sysguest import Lab, SystemdVM
 from ixgbe_testlib.testpmd import Testpmd, parse_port_stats
-from ixgbe_testlib.vmreport import remember_vm
-from test_dpdk_pmd import HostCapture, frame_octets, host_send, parse_port_info
+from test_dpdk_pmd import MBUFS, VCPUS, Guest, HostCapture, frame_octets, host_send, parse_port_info
 
-VCPUS = 2  # testpmd: a main lcore and one forwarding lcore
-MEMORY_MB = 2048
 HUGEPAGES = 256  # 2 MiB pages
 FRAMES = 300  # frames the host sends to each VF
 NUM_VFS = 2
@@ -62,7 +59,6 @@ VF_MACS = ["52:54:00:12:35:00", "52:54:00:12:35:01"]
 # so the frames leave by the PF's wire
 PEER_MACS = ["02:00:00:00:01:00", "02:00:00:00:01:01"]
 VF_IPS = ["198.51.100.10", "198.51.100.11"]
-VIOMMU_ARGS = ("-machine", "q35,kernel-irqchip=split", "-device", "intel-iommu,intremap=on")
 VF_ID = "8086:10ed"
 
 
@@ -85,30 +81,29 @@ def driver_of(vm: SystemdVM, pci: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def setup(request: pytest.FixtureRequest, rootfs: RootfsImage, qemu: Path, log_root: Path) -> Iterator[VfSetup]:
-    manifest = (rootfs.disk.parent / "manifest.txt").read_text()
-    if not re.search(r"^package dpdk-dev ", manifest, re.MULTILINE):
-        pytest.fail("the guest image has no dpdk-dev (scripts/rootfs/packages.txt)", pytrace=False)
+def setup(dpdk_viommu_guest: Guest) -> VfSetup:
+    """The vfio-viommu guest of test_dpdk_pmd.py (conftest.py:
+    dpdk_viommu_guest), after that file's steps: its port 0, on the wire
+    tixgbe0, is the PF."""
+    guest = dpdk_viommu_guest
+    vm = guest.vm
+    guest.vfs_made = True
     t0 = time.monotonic()
-    with Lab([ixgbe_wire(0)]) as lab:
-        vm = SystemdVM(
-            rootfs, lab=lab, name="dpdk-vf", log_dir=log_root / "dpdk-vf", smp=VCPUS, memory_mb=MEMORY_MB,
-            accel=pick_accel(log_root), qemu=qemu, append="intel_iommu=on",
-            # DPDK 22.11 as Debian builds it needs SSE4.2 (TCG's default qemu64 has none)
-            args=["-cpu", "max", *VIOMMU_ARGS],
-        )  # fmt: skip
-        remember_vm(request.node, vm)
-        try:
-            vm.start()
-            lab.sh("sysctl -qw net.ipv6.conf.tixgbe0.disable_ipv6=1")
-            pf = vm.wait_netdevs("ixgbe", 1, timeout=180)[0]
-            # the PF sends nothing of its own that would reach the VFs
-            vm.sh(f"sysctl -qw net.ipv6.conf.{pf}.disable_ipv6=1")
-            vm.wait_carrier(pf)
-            TIMINGS["vf: boot to agent + PF"] = time.monotonic() - t0
-            yield VfSetup(vm, lab, pf, vm.pci_address(pf))
-        finally:
-            vm.shutdown()
+    (port,) = [p for p in guest.ports if p.wire is guest.lab.wires[0]]
+    if driver_of(vm, port.pci) != "ixgbe":
+        # a step of test_dpdk_pmd.py failed before it gave the ports back
+        vm.run("kill $(pidof dpdk-testpmd); while pidof dpdk-testpmd; do sleep 0.5; done", timeout=60)
+        vm.sh(shlex.join(["dpdk-devbind.py", "-b", "ixgbe", port.pci]), timeout=180)
+    pf = vm.wait_until(
+        f"the kernel's interface of {port.pci}",
+        lambda: vm.run(f"ls /sys/bus/pci/devices/{port.pci}/net 2>/dev/null").stdout.strip() or None,
+        180,
+    )
+    # the PF sends nothing of its own that would reach the VFs
+    vm.sh(f"sysctl -qw net.ipv6.conf.{pf}.disable_ipv6=1")
+    vm.wait_carrier(pf)
+    TIMINGS["vf: PF ready"] = time.monotonic() - t0
+    return VfSetup(vm, guest.lab, pf, port.pci)
 
 
 def test_vfs_created(setup: VfSetup, timed: None) -> None:
@@ -152,7 +147,7 @@ def test_testpmd_probes_the_vfs(setup: VfSetup, timed: None) -> None:
     eal = ["-l", f"0-{VCPUS - 1}", "-n", "1", "--iova-mode=va"]
     for pci in setup.vfs:
         eal += ["-a", pci]
-    app = ["--forward-mode=mac", "--rxq=1", "--txq=1"]
+    app = ["--forward-mode=mac", "--rxq=1", "--txq=1", f"--total-num-mbufs={MBUFS}"]
     for port, mac in enumerate(PEER_MACS):
         app.append(f"--eth-peer={port},{mac}")
     setup.testpmd = Testpmd(setup.vm)
