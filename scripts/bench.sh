@@ -2,10 +2,11 @@
 # Benchmark the emulated Intel 82599 (-device ixgbe) against QEMU's own igb,
 # e1000e and virtio-net-pci: one guest per model, same QEMU build, same guest
 # image, same vCPUs and memory, in one run. Prints one table per metric with
-# the ratios ixgbe/<other>, and writes every raw sample as JSON.
+# the ratios ixgbe/<other> (and one of bulk TCP receive with every model
+# against igb), and writes every raw sample as JSON.
 #
 #   scripts/bench.sh [--kernel 6.1|6.12] [--quick] [--reps N] [--seconds S]
-#                    [--models ixgbe,igb,e1000e,virtio-net] [--workloads LIST]
+#                    [--models ixgbe,igb,e1000e,virtio-net,ixgbe-lro] [--workloads LIST]
 #                    [--trace-seconds S] [--out-dir DIR]
 #   scripts/bench.sh --device-model [--quick] [OPTIONS]
 #   scripts/bench.sh --dpdk [--quick] [OPTIONS]
@@ -36,7 +37,10 @@
 #   --quick        3 samples of 2 s per cell instead of 5 of 5 s
 #   --reps N       samples per workload and model
 #   --seconds S    length of each sample
-#   --models LIST  subset of models to compare (ixgbe is always included)
+#   --models LIST  subset of models to compare (ixgbe is always included):
+#                  ixgbe, igb, e1000e, virtio-net (the default), and
+#                  ixgbe-lro, ixgbe with `ethtool -K <port> lro on` on every
+#                  port (RSC; the driver leaves LRO off at probe)
 #   --workloads LIST
 #                  subset of slirp-tcp-tx, slirp-tcp-rx, b2b-tcp, b2b-udp,
 #                  vf-vf-tcp, vf-wire-tcp (default: all); the vf-* ones run

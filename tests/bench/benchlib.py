@@ -195,9 +195,13 @@ def cpu_delta(before: CpuSnapshot, after: CpuSnapshot, clk_tck: int) -> dict[str
 #   @@netdev <netns>
 #   </proc/net/dev as seen from that network namespace>
 #   ... (one @@netdev section per namespace)
+#   @@stat
+#   <the first line of the guest's /proc/stat: its CPU time per kind of work>
 #
-# Every section is a plain `cat` of a /proc file, so taking a snapshot costs
-# the guest three short processes and no more.
+# Every section is a plain `cat` of a /proc file (the @@stat line: the
+# shell's own `read`), so taking a snapshot costs the guest three short
+# processes and no more. A snapshot without @@stat (recorded before it was
+# added) has no guest CPU figures.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -257,6 +261,7 @@ def parse_proc_net_dev(text: str) -> dict[str, LinkStats]:
 class GuestSnapshot:
     interrupts: dict[int, int]  # IRQ -> count over all CPUs
     links: dict[str, LinkStats]  # interface -> counters (all namespaces; names are unique here)
+    cpu: CpuTimes | None = None  # the guest's own CPU accounting (its /proc/stat), when taken
 
     def irq_total(self, irqs: Sequence[int]) -> int:
         """Interrupts counted so far on those of the given IRQs (one device's)
@@ -272,6 +277,7 @@ class GuestSnapshot:
 def parse_snapshot(text: str) -> GuestSnapshot:
     interrupts: dict[int, int] | None = None
     links: dict[str, LinkStats] = {}
+    cpu: CpuTimes | None = None
     sections = re.split(r"^@@", text, flags=re.MULTILINE)
     if sections[0].strip():
         raise BenchError(f"guest snapshot does not start with a section: {text[:200]!r}")
@@ -280,6 +286,8 @@ def parse_snapshot(text: str) -> GuestSnapshot:
         words = head.split()
         if words == ["interrupts"]:
             interrupts = parse_proc_interrupts(content)
+        elif words == ["stat"]:
+            cpu = parse_proc_stat_times(content)
         elif len(words) == 2 and words[0] == "netdev":
             for name, st in parse_proc_net_dev(content).items():
                 if name == "lo":
@@ -291,7 +299,7 @@ def parse_snapshot(text: str) -> GuestSnapshot:
             raise BenchError(f"unknown guest snapshot section {head!r}")
     if interrupts is None:
         raise BenchError(f"guest snapshot without /proc/interrupts: {text[:200]!r}")
-    return GuestSnapshot(interrupts, links)
+    return GuestSnapshot(interrupts, links, cpu)
 
 
 def parse_irq_list(text: str) -> list[int]:
@@ -303,18 +311,54 @@ def parse_irq_list(text: str) -> list[int]:
     return sorted({int(w) for w in words})
 
 
-def parse_proc_stat_cpu(text: str) -> tuple[int, int]:
-    """(busy, total) clock ticks of all host CPUs from /proc/stat's "cpu" line.
-    Idle and iowait are not busy; guest time is already inside user/nice."""
+@dataclasses.dataclass(frozen=True)
+class CpuTimes:
+    """The "cpu" line of /proc/stat: clock ticks (USER_HZ) of all CPUs
+    together, per kind of work."""
+
+    user: int
+    nice: int
+    system: int
+    idle: int
+    iowait: int
+    irq: int
+    softirq: int
+    steal: int
+
+    @property
+    def total(self) -> int:
+        return sum(getattr(self, f.name) for f in dataclasses.fields(self))
+
+    @property
+    def busy(self) -> int:
+        """Everything but idle and iowait (guest time is already inside user/nice)."""
+        return self.total - self.idle - self.iowait
+
+    def minus(self, other: CpuTimes) -> CpuTimes:
+        vals = {f.name: getattr(self, f.name) - getattr(other, f.name) for f in dataclasses.fields(self)}
+        neg = {k: v for k, v in vals.items() if v < 0}
+        if neg:
+            raise BenchError(f"CPU time went backwards: {neg}")
+        return CpuTimes(**vals)
+
+
+def parse_proc_stat_times(text: str) -> CpuTimes:
+    """The "cpu" line of /proc/stat (the first line; other lines may be
+    absent, as in the guest snapshot's one-line @@stat section)."""
     for line in text.splitlines():
         parts = line.split()
         if parts and parts[0] == "cpu":
-            vals = [int(x) for x in parts[1:9]]  # user nice system idle iowait irq softirq steal
-            if len(vals) < 8:
-                raise BenchError(f"short cpu line in /proc/stat: {line!r}")
-            total = sum(vals)
-            return total - vals[3] - vals[4], total
+            if len(parts) < 9 or not all(x.isdigit() for x in parts[1:9]):
+                raise BenchError(f"short or bad cpu line in /proc/stat: {line!r}")
+            return CpuTimes(*(int(x) for x in parts[1:9]))  # user nice system idle iowait irq softirq steal
     raise BenchError("no cpu line in /proc/stat")
+
+
+def parse_proc_stat_cpu(text: str) -> tuple[int, int]:
+    """(busy, total) clock ticks of all host CPUs from /proc/stat's "cpu" line.
+    Idle and iowait are not busy; guest time is already inside user/nice."""
+    t = parse_proc_stat_times(text)
+    return t.busy, t.total
 
 
 def parse_ethtool_kv(text: str) -> dict[str, str]:
@@ -425,6 +469,9 @@ def iperf3_figures(report: Mapping[str, Any]) -> dict[str, float]:
     raise BenchError(f"unexpected iperf3 protocol {proto!r}")
 
 
+GUEST_USER_HZ = 100  # the unit of the guest's /proc/stat (USER_HZ, 100 on x86)
+
+
 def sample_figures(
     path: TrafficPath,
     before: GuestSnapshot,
@@ -460,7 +507,15 @@ def sample_figures(
     mb = iperf["payload_bytes"] / 1e6
     if mb > 0:
         out["cpu_ms_per_mb"] = 1e3 * cpu["total"] / mb
+        out["cpu_vcpu_ms_per_mb"] = 1e3 * cpu["vcpu"] / mb
         out["irq_per_mb"] = irqs / mb
+    if before.cpu is not None and after.cpu is not None:
+        g = after.cpu.minus(before.cpu)
+        out["guest_busy_s"] = g.busy / GUEST_USER_HZ
+        out["guest_softirq_s"] = g.softirq / GUEST_USER_HZ
+        if mb > 0:
+            out["guest_busy_ms_per_mb"] = 1e3 * out["guest_busy_s"] / mb
+            out["guest_softirq_ms_per_mb"] = 1e3 * out["guest_softirq_s"] / mb
     out["rx_dropped"] = sum(d.rx_dropped + d.rx_fifo for d in delta.values())
     if path.kind in PAIR_KINDS:
         frames = wire_frames(delta, path.ports[0], path.ports[1])
@@ -536,6 +591,30 @@ def ratio_table(
             r = ratio(mine.median, theirs.median) if mine is not None and theirs is not None else None
             cells.append(row.absent[m] if m in row.absent else fmt_ratio(r))
         body.append(cells)
+    return _layout(title, header, body, note)
+
+
+def reference_table(title: str, rows: Sequence[Row], models: Sequence[str], reference: str, note: str = "") -> str:
+    """Like ratio_table, but every model against one reference model: one
+    column per model, then <model>/<reference> for every other model."""
+    if reference not in models:
+        raise BenchError(f"{reference} is not one of the models {list(models)}")
+    others = [m for m in models if m != reference]
+    header = ["", *models, *[f"{m}/{reference}" for m in others]]
+    body: list[list[str]] = []
+    for row in rows:
+        cells = [row.label]
+        cells += [row.absent[m] if m in row.absent else fmt_summary(row.values.get(m)) for m in models]
+        ref = row.values.get(reference)
+        for m in others:
+            mine = row.values.get(m)
+            r = ratio(mine.median, ref.median) if mine is not None and ref is not None else None
+            cells.append(row.absent[m] if m in row.absent else fmt_ratio(r))
+        body.append(cells)
+    return _layout(title, header, body, note)
+
+
+def _layout(title: str, header: Sequence[str], body: Sequence[Sequence[str]], note: str) -> str:
     widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
 
     def line(cells: Sequence[str]) -> str:
@@ -548,6 +627,31 @@ def ratio_table(
     if note:
         out.append(note)
     return "\n".join(out)
+
+
+RSC_COUNTERS = ("hw_rsc_aggregated", "hw_rsc_flushed")
+
+
+def rsc_figures(before: str, after: str) -> dict[str, float]:
+    """The ixgbe driver's RSC counters (`ethtool -S` of the receiving port,
+    before and after a sample): hw_rsc_flushed counts the aggregates of two
+    or more segments the driver received, hw_rsc_aggregated the segments
+    beyond the first in them (the descriptors' RSCCNT - 1, summed). Their
+    deltas, and the segments per aggregate when there were aggregates."""
+    b, a = parse_ethtool_kv(before), parse_ethtool_kv(after)
+    missing = [c for c in RSC_COUNTERS if c not in b or c not in a]
+    if missing:
+        raise BenchError(f"ethtool -S shows no {missing}")
+    try:
+        agg, flushed = (int(a[c]) - int(b[c]) for c in RSC_COUNTERS)
+    except ValueError:
+        raise BenchError(f"non-numeric RSC counters: {before!r} -> {after!r}") from None
+    if agg < 0 or flushed < 0:
+        raise BenchError(f"RSC counters went backwards ({agg}, {flushed})")
+    out = {"rsc_aggregates": float(flushed), "rsc_segments_added": float(agg)}
+    if flushed:
+        out["rsc_segments_per_aggregate"] = 1.0 + agg / flushed
+    return out
 
 
 def host_facts() -> dict[str, Any]:

@@ -27,8 +27,15 @@ paused, so a change in the machine's background load hits every model alike):
 
 Per sample: iperf3's figures, the device's interrupts (guest /proc/interrupts,
 the IRQs of the PCI functions (ports, VFs) that carry the traffic), the
-interface counters, and the CPU time of the QEMU process (host
-/proc/<pid>/stat and per thread).
+interface counters, the guest's own CPU time (its /proc/stat), the CPU time
+of the QEMU process (host /proc/<pid>/stat and per thread), and on ixgbe
+guests the receiving port's RSC counters (ethtool -S, read outside the
+measured window).
+
+Models: ixgbe, igb, e1000e, virtio-net (the default), and ixgbe-lro, the
+same device with `ethtool -K <port> lro on` on every port (the driver leaves
+LRO off at probe). A table of bulk TCP receive (slirp-tcp-rx, b2b-tcp) puts
+every model against igb: Mbit/s, and the guest's CPU per MB received.
 
 After a model's samples of b2b-tcp, one more run of it (--trace-seconds)
 with QEMU's memory_region_ops_read/write trace on (QMP
@@ -76,12 +83,15 @@ from benchlib import (
     iperf3_figures,
     driver_facts,
     host_facts,
+    parse_ethtool_kv,
     parse_irq_list,
     parse_proc_stat_cpu,
     parse_snapshot,
     parse_task_stat,
     ratio,
     ratio_table,
+    reference_table,
+    rsc_figures,
     sample_figures,
     sha256_file,
     summarize,
@@ -117,6 +127,9 @@ class Model:
     vf_driver: str = ""  # Linux driver of its SR-IOV VFs ("": the model has none)
     mmio_region: str = ""  # BAR 0's MemoryRegion in the memory_region_ops_* traces ("": not counted)
     bar_size: int = 128 * 1024  # BAR 0's size (its base is aligned to it)
+    # `ethtool -K <port> ...` on every port of the guest at setup ("": the
+    # driver's defaults): a variant of a device with another driver setting
+    features: str = ""
 
 
 MODELS = (
@@ -124,7 +137,13 @@ MODELS = (
     Model("igb", "igb", "igb", "igbvf", mmio_region="igb-mmio"),
     Model("e1000e", "e1000e", "e1000e", mmio_region="e1000e-mmio"),
     Model("virtio-net", "virtio-net-pci", "virtio_net"),
+    # the same device with the driver's LRO on: RSC (the driver leaves it
+    # off at probe on the 6.1 and 6.12 kernels; GRO stays on)
+    Model("ixgbe-lro", "ixgbe", "ixgbe", "ixgbevf", mmio_region="ixgbe-mmio", features="lro on"),
 )
+# what runs without --models: the four devices, not the variants
+DEFAULT_MODELS = ("ixgbe", "igb", "e1000e", "virtio-net")
+RECEIVE_REFERENCE = "igb"  # the model the receive table compares every other one with
 TRACED_WORKLOAD = "b2b-tcp"  # the workload of the trace run: bulk TCP, both NICs send and receive
 NOT_COUNTED = "not counted"  # the cell of a model whose register accesses are not counted
 
@@ -174,12 +193,15 @@ MEMORY_MB = 1024
 UDP_PAYLOAD = 18  # + 8 UDP + 20 IPv4 + 14 Ethernet = 60-byte frames
 
 # What the guest prints at both ends of a sample (benchlib.parse_snapshot):
-# /proc/interrupts, and /proc/net/dev of the root namespace and of each
-# namespace in $BENCH_NS ("name:pid ...", the pid of a process living there,
-# an iperf3 server). Plain cat of /proc files: cheap, and the same for every
-# model; the loop and echo are shell builtins.
+# /proc/interrupts, the first line of /proc/stat (the guest's CPU time), and
+# /proc/net/dev of the root namespace and of each namespace in $BENCH_NS
+# ("name:pid ...", the pid of a process living there, an iperf3 server).
+# Plain cat of /proc files: cheap, and the same for every model; the loop,
+# read and echo are shell builtins.
 SNAPSHOT_SH = (
-    "snap() { echo @@interrupts; cat /proc/interrupts; echo '@@netdev root'; cat /proc/net/dev; "
+    "snap() { echo @@interrupts; cat /proc/interrupts; "
+    'echo @@stat; read -r bench_cpu < /proc/stat; echo "$bench_cpu"; '
+    "echo '@@netdev root'; cat /proc/net/dev; "
     'for p in $BENCH_NS; do echo "@@netdev ${p%%:*}"; cat /proc/${p#*:}/net/dev; done; }'
 )
 
@@ -191,6 +213,37 @@ SNAPSHOT_NAMESPACES = {
     "vf-vf": ("vf0", "vf1"),
     "vf-wire": ("vf0", "vwire"),
 }
+
+
+# `ethtool -K` short names -> the names `ethtool -k` prints
+FEATURE_NAMES = {
+    "lro": "large-receive-offload",
+    "gro": "generic-receive-offload",
+    "gso": "generic-segmentation-offload",
+    "tso": "tcp-segmentation-offload",
+    "rx": "rx-checksumming",
+    "tx": "tx-checksumming",
+}
+
+
+def feature_settings(spec: str) -> dict[str, str]:
+    """A Model's `features` ("lro on gro off") -> {ethtool -k name: "on"/"off"}."""
+    words = spec.split()
+    if len(words) % 2:
+        raise BenchError(f"features {spec!r}: not name/value pairs")
+    out: dict[str, str] = {}
+    for name, value in zip(words[::2], words[1::2]):
+        if name not in FEATURE_NAMES or value not in ("on", "off"):
+            raise BenchError(f"features {spec!r}: unknown {name} {value}; names: {list(FEATURE_NAMES)}, on/off")
+        out[FEATURE_NAMES[name]] = value
+    return out
+
+
+def features_missed(wanted: Mapping[str, str], ethtool_k: str) -> dict[str, str]:
+    """The wanted features that `ethtool -k` output does not show as set
+    ("on [fixed]" counts as on): name -> what it shows ("" when absent)."""
+    shown = {k: v.split()[0] if v.split() else "" for k, v in parse_ethtool_kv(ethtool_k).items()}
+    return {k: shown.get(k, "") for k, v in wanted.items() if shown.get(k) != v}
 
 
 # ------------------------------------------------------------- host side
@@ -323,6 +376,8 @@ class NicGuest:
         load_driver(vm, self.model.driver)
         vm.wait_netdevs(self.model.driver, 5 if self.with_vfs else 3, timeout=120)
         self._map_ports()
+        if self.model.features:
+            self._set_features()
         p0, p1, p2 = self.ports["slirp"], self.ports["a"], self.ports["b"]
         vm.sh(
             " && ".join(
@@ -411,6 +466,20 @@ class NicGuest:
         missing = set(roles.values()) - set(self.ports)
         if missing:
             raise GuestError(f"{self.model.name}: ports {sorted(missing)} not found:\n{out}")
+
+    def _set_features(self) -> None:
+        """`ethtool -K <port> <features>` on every port of the model (all
+        still in the root namespace, before any is up), checked with
+        `ethtool -k`: a driver that refuses a setting fails the setup."""
+        vm = self.guest
+        wanted = feature_settings(self.model.features)
+        for role, dev in sorted(self.ports.items()):
+            vm.sh(f"ethtool -K {dev} {self.model.features}")
+            missed = features_missed(wanted, vm.sh(f"ethtool -k {dev}"))
+            if missed:
+                raise GuestError(
+                    f"{self.model.name}: `ethtool -K {dev} {self.model.features}` left port {role} with {missed}"
+                )
 
     def _setup_vfs(self) -> None:
         """Port 4 into netns "vwire"; VFs on port 3, VF n into netns "vf<n>";
@@ -526,6 +595,27 @@ class NicGuest:
             w.path, tuple(self.ports[r] for r in roles), tuple(i for r in roles for i in self.irqs[r])
         )
 
+    # the port that receives a workload's data, where the driver's RSC
+    # counters are read (VF to VF: a VF, which has no RSC)
+    RECEIVER = {"slirp": "slirp", "b2b": "b", "vf-wire": "w"}
+    NETNS_OF = {"b": "peer", "w": "vwire"}  # roles whose port lives in a namespace
+
+    @property
+    def counts_rsc(self) -> bool:
+        """Whether each sample reads the driver's RSC counters (ixgbe)."""
+        return self.model.driver == "ixgbe"
+
+    def rsc_cmd(self, w: Workload, dest: str) -> str:
+        """The guest command that saves the receiving port's RSC counters
+        (`ethtool -S`) to `dest`, or an empty `dest` where the path has no
+        such port."""
+        role = self.RECEIVER.get(w.path)
+        if role is None:
+            return f": > {dest}"
+        ns = self.NETNS_OF.get(role)
+        prefix = f"ip netns exec {ns} " if ns else ""
+        return f"{prefix}ethtool -S {self.ports[role]} | grep hw_rsc_ > {dest}"
+
     def snapshot_ns(self, w: Workload) -> str:
         """$BENCH_NS of a workload's snapshots: "name:pid" per namespace."""
         return " ".join(f"{ns}:{self.ns_pids[ns]}" for ns in SNAPSHOT_NAMESPACES[w.path])
@@ -563,11 +653,15 @@ class NicGuest:
             + f"snap > {f}.before; {self.workload_cmd(w, seconds, host_port)} > {f}.out 2>&1; "
             + f"echo $? > {f}.rc; snap > {f}.after; echo measured"
         )
+        if self.counts_rsc:  # outside the measured window, on every ixgbe guest alike
+            vm.run(self.rsc_cmd(w, f"{f}.rsc0"))
         c0 = cpu_snapshot(self.pid)
         r = vm.run(cmd, timeout=seconds + 120)
         c1 = cpu_snapshot(self.pid)
         if not r.ok or "measured" not in r.stdout:
             raise GuestError(f"{self.model.name} {w.name}: guest command failed (rc={r.rc}):\n{r.stdout}")
+        if self.counts_rsc:
+            vm.run(self.rsc_cmd(w, f"{f}.rsc1"))
         return c0, c1
 
     def trace_run(self, w: Workload, seconds: int, host_port: int) -> tuple[Sample, dict[str, Any]]:
@@ -582,11 +676,16 @@ class NicGuest:
         counts = count_mmio(text, {self.model.mmio_region: self.model.bar_size})
         return s, trace_figures(counts, parse_zones(head), self.model, s.figures)
 
+    @property
+    def file_kinds(self) -> tuple[str, ...]:
+        """The files one measurement leaves in the guest, by suffix."""
+        return ("before", "out", "rc", "after") + (("rsc0", "rsc1") if self.counts_rsc else ())
+
     def fetch(self, tags: Sequence[str]) -> dict[str, dict[str, str]]:
         """The files the measurements left in the guest (then deleted); also
         checks that no port's IRQs changed since setup (a driver reset could
         move them, and the counts would then be of other IRQs)."""
-        files = [f"/tmp/bench/{t}.{s}" for t in tags for s in ("before", "out", "rc", "after")]
+        files = [f"/tmp/bench/{t}.{s}" for t in tags for s in self.file_kinds]
         # gzip: the console is slow, and the text compresses about tenfold
         r = self.guest.run(
             "{ for f in "
@@ -609,7 +708,7 @@ class NicGuest:
         got: dict[str, dict[str, str]] = {t: {} for t in tags}
         for chunk in out.split("@@@file ")[1:]:
             name, _, content = chunk.partition("\n")
-            m = re.fullmatch(r"/tmp/bench/(.+)\.(before|out|rc|after)", name.strip())
+            m = re.fullmatch(r"/tmp/bench/(.+)\.(" + "|".join(self.file_kinds) + ")", name.strip())
             if not m or m.group(1) not in got:
                 raise GuestError(f"unexpected file in the guest's answer: {name!r}")
             got[m.group(1)][m.group(2)] = content
@@ -647,6 +746,7 @@ def snapshot_raw(s: GuestSnapshot, tb: NicGuest) -> dict[str, Any]:
     return {
         "port_interrupts": {role: s.irq_total(irqs) for role, irqs in tb.irqs.items()},
         "links": {k: dataclasses.asdict(v) for k, v in s.links.items() if k in tb.ports.values()},
+        "guest_cpu_ticks": dataclasses.asdict(s.cpu) if s.cpu is not None else None,
     }
 
 
@@ -672,6 +772,10 @@ def evaluate(
             "after": snapshot_raw(after, tb),
             "iperf3_end": report.get("end", {}),
         }
+        rsc0, rsc1 = files.get("rsc0", "").strip(), files.get("rsc1", "").strip()
+        if rsc0 or rsc1:
+            s.figures.update(rsc_figures(rsc0, rsc1))
+            s.raw["rsc_counters"] = {"before": parse_ethtool_kv(rsc0), "after": parse_ethtool_kv(rsc1)}
         s.ok = True
     except (BenchError, KeyError) as exc:
         s.error = f"{type(exc).__name__}: {exc}"
@@ -744,6 +848,94 @@ TABLES: tuple[tuple[str, str, tuple[Metric, ...]], ...] = (
         tuple(Metric(w.name, "cpu_pct", f"{w.name}, %") for w in WORKLOADS),
     ),
 )
+
+
+# Bulk TCP into the guest, every model against RECEIVE_REFERENCE: how fast,
+# and what the guest's CPUs spent per MB received, seen from the host (the
+# vCPU threads' CPU time: what running the guest cost, whatever else the
+# host ran) and from the guest (its /proc/stat; time the host took a vCPU
+# away counts as busy when the vCPU was busy).
+RECEIVE_TABLE = (
+    "Bulk TCP receive, every model against " + RECEIVE_REFERENCE,
+    "Mbit/s: higher is better; ms/MB of payload received: lower is better",
+    (
+        Metric("slirp-tcp-rx", "mbps", "slirp TCP host->guest, Mbit/s"),
+        Metric("slirp-tcp-rx", "cpu_vcpu_ms_per_mb", "slirp host->guest, vCPU threads ms/MB"),
+        Metric("slirp-tcp-rx", "guest_busy_ms_per_mb", "slirp host->guest, guest busy ms/MB"),
+        Metric("slirp-tcp-rx", "guest_softirq_ms_per_mb", "slirp host->guest, guest softirq ms/MB"),
+        Metric("slirp-tcp-rx", "cpu_ms_per_mb", "slirp host->guest, QEMU ms/MB"),
+        Metric("slirp-tcp-rx", "retransmits", "slirp host->guest, retransmits/sample"),
+        Metric("b2b-tcp", "mbps", "b2b TCP port->port, Mbit/s"),
+        Metric("b2b-tcp", "cpu_vcpu_ms_per_mb", "b2b TCP, vCPU threads ms/MB"),
+        Metric("b2b-tcp", "guest_busy_ms_per_mb", "b2b TCP, guest busy ms/MB"),
+        Metric("b2b-tcp", "guest_softirq_ms_per_mb", "b2b TCP, guest softirq ms/MB"),
+        Metric("b2b-tcp", "cpu_ms_per_mb", "b2b TCP, QEMU ms/MB"),
+        Metric("b2b-tcp", "retransmits", "b2b TCP, retransmits/sample"),
+    ),
+)
+
+
+def render_receive_table(
+    summ: dict[str, dict[str, dict[str, Summary]]],
+    models: Sequence[str],
+    workloads: Sequence[str] | None = None,
+) -> str:
+    """RECEIVE_TABLE with the rows of the chosen workloads; "" when the
+    reference model or every one of its workloads is left out."""
+    title, note, metrics = RECEIVE_TABLE
+    if RECEIVE_REFERENCE not in models:
+        return ""
+    rows = []
+    for m in metrics:
+        if workloads is not None and m.workload not in workloads:
+            continue
+        per_model = summ.get(m.workload, {}).get(m.figure, {})
+        rows.append(Row(m.label, {model: per_model.get(model) for model in models}))
+    if not rows:
+        return ""
+    return reference_table(f"== {title} ({note})", rows, models, RECEIVE_REFERENCE)
+
+
+def receive_ratios(summ: dict[str, dict[str, dict[str, Summary]]], models: Sequence[str]) -> dict[str, Any]:
+    """workload.figure -> {"<model>/<reference>": ratio or None} of RECEIVE_TABLE."""
+    out: dict[str, Any] = {}
+    if RECEIVE_REFERENCE not in models:
+        return out
+    for m in RECEIVE_TABLE[2]:
+        per_model = summ.get(m.workload, {}).get(m.figure, {})
+        ref = per_model.get(RECEIVE_REFERENCE)
+        out[f"{m.workload}.{m.figure}"] = {
+            f"{o}/{RECEIVE_REFERENCE}": (
+                ratio(per_model[o].median, ref.median) if ref is not None and o in per_model else None
+            )
+            for o in models
+            if o != RECEIVE_REFERENCE
+        }
+    return out
+
+
+def rsc_notes(samples: Sequence[Sample], models: Sequence[str]) -> list[str]:
+    """One line per model whose driver reports RSC counters: per workload,
+    the aggregates per sample and the segments per aggregate (medians)."""
+    out = []
+    for model in models:
+        cells = []
+        for w in WORKLOADS:
+            mine = [s for s in samples if s.ok and s.model == model and s.workload == w.name]
+            aggs = [s.figures["rsc_aggregates"] for s in mine if "rsc_aggregates" in s.figures]
+            if not aggs:
+                continue
+            per = [s.figures["rsc_segments_per_aggregate"] for s in mine if "rsc_segments_per_aggregate" in s.figures]
+            cells.append(
+                f"{w.name} {summarize(aggs).median:.0f}"
+                + (f" x {summarize(per).median:.2f}" if per else "")
+            )
+        if cells:
+            out.append(
+                f"{model}: RSC aggregates of the receiving port per sample x segments per aggregate (median): "
+                + ", ".join(cells)
+            )
+    return out
 
 
 def summaries(samples: Sequence[Sample]) -> dict[str, dict[str, dict[str, Summary]]]:
@@ -924,11 +1116,13 @@ def _facts_line(model: str, f: dict[str, Any]) -> str:
     off = f.get("offloads", {})
     tso = off.get("tcp-segmentation-offload", "?").split(" ")[0]
     csum = off.get("tx-checksumming", "?").split(" ")[0]
+    lro = off.get("large-receive-offload", "?").split(" ")[0]
+    gro = off.get("generic-receive-offload", "?").split(" ")[0]
     q = f.get("combined_queues", "")
     queues = f"{q} queue pair(s)" if q else "queue count not reported"
     return (
         f"{model}: driver {f.get('driver', '?')} {f.get('version', '')}, "
-        f"{queues}, coalescing: {co}; TSO {tso}, tx checksum {csum}"
+        f"{queues}, coalescing: {co}; TSO {tso}, tx checksum {csum}, LRO {lro}, GRO {gro}"
     )
 
 
@@ -945,8 +1139,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--seconds", type=int, help="length of each sample in s (default 5, quick 2)")
     p.add_argument(
         "--models",
-        default=",".join(m.name for m in MODELS),
-        help="comma-separated subset of: " + ", ".join(m.name for m in MODELS) + " (ixgbe always included)",
+        default=",".join(DEFAULT_MODELS),
+        help="comma-separated subset of: "
+        + ", ".join(m.name for m in MODELS)
+        + " (ixgbe always included; default: "
+        + ", ".join(DEFAULT_MODELS)
+        + "); ixgbe-lro is ixgbe with `ethtool -K <port> lro on` on every port",
     )
     p.add_argument(
         "--workloads",
@@ -1201,6 +1399,9 @@ def main(argv: Sequence[str]) -> int:
     models = [m.name for m in args.models]
     summ = summaries(samples)
     tables = render_tables(summ, models, [w.name for w in args.workloads])
+    receive = render_receive_table(summ, models, [w.name for w in args.workloads])
+    if receive:
+        tables += "\n\n" + receive
     if traces:
         tables += "\n\n" + render_trace_table(traces, models)
     elapsed = time.monotonic() - t_start
@@ -1220,7 +1421,8 @@ def main(argv: Sequence[str]) -> int:
             else ""
         )
     )
-    notes = context_notes(samples, models) + facts_lines({tb.model.name: tb.facts for tb in beds})
+    notes = context_notes(samples, models) + rsc_notes(samples, models)
+    notes += facts_lines({tb.model.name: tb.facts for tb in beds})
     notes += trace_notes(traces)
     notes += [
         f"{m}: setup failed {len(errs)} time(s): " + " | ".join(errs) for m, errs in setup_errors.items()
@@ -1251,6 +1453,7 @@ def main(argv: Sequence[str]) -> int:
             for w, figs in summ.items()
         },
         "ratios": ratios(summ, models),
+        "receive_ratios": receive_ratios(summ, models),
         "traces": traces,
         "trace_samples": [dataclasses.asdict(s) for s in trace_samples],
         "trace_ratios": trace_ratios(traces, models),

@@ -19,6 +19,7 @@ import pytest
 from benchlib import (
     BenchError,
     CpuSnapshot,
+    CpuTimes,
     GuestSnapshot,
     PAIR_KINDS,
     LinkStats,
@@ -35,10 +36,13 @@ from benchlib import (
     parse_proc_interrupts,
     parse_proc_net_dev,
     parse_proc_stat_cpu,
+    parse_proc_stat_times,
     parse_snapshot,
     parse_task_stat,
     ratio,
     ratio_table,
+    reference_table,
+    rsc_figures,
     sample_figures,
     summarize,
     thread_class,
@@ -246,6 +250,21 @@ def test_parse_proc_stat_cpu() -> None:
         parse_proc_stat_cpu("intr 1 2\n")
 
 
+def test_parse_proc_stat_times_and_minus() -> None:
+    t = parse_proc_stat_times("cpu  100 5 50 1000 20 3 7 1 0 0\n")
+    assert t == CpuTimes(100, 5, 50, 1000, 20, 3, 7, 1)
+    assert (t.total, t.busy) == (1186, 1186 - 1000 - 20)
+    later = parse_proc_stat_times("cpu  150 5 80 1100 20 4 17 1 0 0\n")
+    d = later.minus(t)
+    assert (d.user, d.system, d.idle, d.softirq, d.busy) == (50, 30, 100, 10, 50 + 30 + 1 + 10)
+    with pytest.raises(BenchError, match="went backwards"):
+        t.minus(later)
+    with pytest.raises(BenchError, match="short or bad cpu line"):
+        parse_proc_stat_times("cpu 1 2 3\n")
+    with pytest.raises(BenchError, match="no cpu line"):
+        parse_proc_stat_times("cpu0 1 2 3 4 5 6 7 8\n")
+
+
 def test_parse_irq_list() -> None:
     assert parse_irq_list("27\n28\n29\n") == [27, 28, 29]
     assert parse_irq_list("11") == [11]
@@ -272,6 +291,21 @@ def test_parse_snapshot_recorded_guest() -> None:
     assert s.irq_total([26, 27, 28, 29, 30]) == 1 + 357 + 19 + 1195 + 19
     assert s.irq_total([27, 999]) == 357  # an IRQ without a handler is not listed
     assert s.listed([27, 999]) == {27}
+    assert s.cpu is None  # a snapshot without @@stat: no guest CPU figures
+
+
+def test_parse_snapshot_with_the_guest_cpu_line() -> None:
+    text = snapshot_text(
+        data("guest-proc-interrupts.txt"),
+        data("guest-proc-net-dev-root.txt"),
+        data("guest-proc-net-dev-peer.txt"),
+    )
+    irq, _, rest = text.partition("@@netdev root\n")
+    s = parse_snapshot(f"{irq}@@stat\ncpu  100 5 50 1000 20 3 7 1 0 0\n@@netdev root\n{rest}")
+    assert s.cpu == CpuTimes(100, 5, 50, 1000, 20, 3, 7, 1)
+    assert set(s.links) == {"eth0", "eth1"}
+    with pytest.raises(BenchError, match="no cpu line"):
+        parse_snapshot(f"{irq}@@stat\n\n")
 
 
 def test_parse_snapshot_errors() -> None:
@@ -307,6 +341,9 @@ def test_snapshot_shell_snippet_on_this_host() -> None:
     snap = parse_snapshot(head)
     assert set(snap.links) == set(parse_proc_net_dev(peer)) - {"lo"}
     assert all(count >= 0 for count in snap.interrupts.values())
+    # the @@stat line is this host's own CPU accounting, read by the shell's `read`
+    assert snap.cpu is not None and snap.cpu.total > 0
+    assert snap.cpu.busy <= parse_proc_stat_times(Path("/proc/stat").read_text()).busy
 
 
 @pytest.mark.parametrize(
@@ -327,7 +364,7 @@ def test_snapshot_shell_snippet_names_every_namespace(namespaces: list[str]) -> 
         timeout=30,
     ).stdout
     heads = [ln for ln in out.splitlines() if ln.startswith("@@")]
-    assert heads == ["@@interrupts", "@@netdev root"] + [f"@@netdev {ns}" for ns in namespaces]
+    assert heads == ["@@interrupts", "@@stat", "@@netdev root"] + [f"@@netdev {ns}" for ns in namespaces]
     mine = set(parse_proc_net_dev(Path(f"/proc/{os.getpid()}/net/dev").read_text()))
     for section in out.split("@@netdev ")[2:]:
         _, _, content = section.partition("\n")
@@ -405,6 +442,30 @@ def test_sample_figures_b2b() -> None:
     assert f["cpu_pct"] == pytest.approx(125.0)
     assert f["host_other_cpu_pct"] == pytest.approx(25.0)
     assert f["mbps"] == 100.0
+
+
+def test_sample_figures_guest_cpu_per_mb() -> None:
+    """The guest's busy and softirq time per MB received, from its
+    /proc/stat at both ends (USER_HZ ticks), and the vCPU threads' host
+    CPU time per MB; none of the guest's figures without its CPU line."""
+    links = _links((0, 0), (0, 0))
+    after_links = _links((100, 1000), (1000, 100))
+    path = TrafficPath("b2b", ("eth1", "eth2"), (30,))
+    cpu = {"total": 3.0, "main": 0.5, "vcpu": 2.5, "other": 0.0, "wall": 2.0}
+    it = {"seconds": 2.0, "mbps": 80.0, "payload_bytes": 20e6}
+    t0 = CpuTimes(100, 0, 100, 1000, 0, 0, 50, 0)
+    t1 = CpuTimes(150, 0, 160, 1040, 0, 0, 90, 0)  # 50 + 60 + 40 busy ticks, 40 of them softirq
+    f = sample_figures(path, GuestSnapshot({30: 0}, links, t0), GuestSnapshot({30: 9}, after_links, t1), cpu, it)
+    assert f["guest_busy_s"] == pytest.approx(1.5)
+    assert f["guest_softirq_s"] == pytest.approx(0.4)
+    assert f["guest_busy_ms_per_mb"] == pytest.approx(1500 / 20)
+    assert f["guest_softirq_ms_per_mb"] == pytest.approx(400 / 20)
+    assert f["cpu_vcpu_ms_per_mb"] == pytest.approx(2500 / 20)
+    assert f["cpu_ms_per_mb"] == pytest.approx(3000 / 20)
+    f = sample_figures(path, GuestSnapshot({30: 0}, links), GuestSnapshot({30: 9}, after_links, t1), cpu, it)
+    assert "guest_busy_s" not in f and "guest_busy_ms_per_mb" not in f
+    with pytest.raises(BenchError, match="went backwards"):
+        sample_figures(path, GuestSnapshot({30: 0}, links, t1), GuestSnapshot({30: 9}, after_links, t0), cpu, it)
 
 
 def test_sample_figures_slirp_has_no_per_frame_figures() -> None:
@@ -527,6 +588,58 @@ def test_ratio_table_prints_why_a_model_has_no_value() -> None:
     table = ratio_table("== T", rows, ["ixgbe", "igb", "e1000e", "virtio-net"], "ixgbe")
     cells = table.splitlines()[-1].split()
     assert cells[3:] == ["90.0", "60.0", "no", "VFs", "-", "1.50", "no", "VFs", "-"]
+
+
+def test_reference_table_puts_every_model_against_the_reference() -> None:
+    rows = [
+        Row(
+            "TCP, Mbit/s",
+            {"ixgbe": Summary(3, 200, 190, 210), "igb": Summary(3, 100, 100, 100), "virtio-net": None},
+        ),
+        Row(
+            "ms/MB",
+            {"ixgbe": Summary(1, 5, 5, 5), "igb": Summary(1, 20, 20, 20), "virtio-net": Summary(1, 30, 30, 30)},
+        ),
+    ]
+    table = reference_table("== Test", rows, ["ixgbe", "igb", "virtio-net"], "igb")
+    assert table.splitlines() == [
+        "== Test",
+        "               ixgbe      igb  virtio-net  ixgbe/igb  virtio-net/igb",
+        "-----------  -------  -------  ----------  ---------  --------------",
+        "TCP, Mbit/s  200 ±5%  100 ±0%           -       2.00               -",
+        "ms/MB           5.00     20.0        30.0       0.25            1.50",
+    ]
+    with pytest.raises(BenchError, match="not one of the models"):
+        reference_table("t", rows, ["ixgbe"], "igb")
+
+
+RSC_BEFORE = "     hw_rsc_aggregated: 1000\n     hw_rsc_flushed: 400\n"
+
+
+def test_rsc_figures_segments_per_aggregate() -> None:
+    """hw_rsc_flushed counts aggregates, hw_rsc_aggregated the segments
+    beyond the first in them."""
+    after = "     hw_rsc_aggregated: 4000\n     hw_rsc_flushed: 1400\n"
+    assert rsc_figures(RSC_BEFORE, after) == {
+        "rsc_aggregates": 1000.0,
+        "rsc_segments_added": 3000.0,
+        "rsc_segments_per_aggregate": pytest.approx(4.0),
+    }
+    # LRO off: nothing coalesced, no segments per aggregate to speak of
+    assert rsc_figures(RSC_BEFORE, RSC_BEFORE) == {"rsc_aggregates": 0.0, "rsc_segments_added": 0.0}
+
+
+@pytest.mark.parametrize(
+    "after,match",
+    [
+        ("     hw_rsc_flushed: 500\n", "shows no"),
+        ("     hw_rsc_aggregated: 900\n     hw_rsc_flushed: 500\n", "went backwards"),
+        ("     hw_rsc_aggregated: x\n     hw_rsc_flushed: 500\n", "non-numeric"),
+    ],
+)
+def test_rsc_figures_errors(after: str, match: str) -> None:
+    with pytest.raises(BenchError, match=match):
+        rsc_figures(RSC_BEFORE, after)
 
 
 def test_ratio_table_needs_the_subject() -> None:

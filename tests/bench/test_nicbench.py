@@ -14,7 +14,9 @@ from benchlib import BenchError, CpuSnapshot, TaskStat, TrafficPath
 from ixgbe_testlib.errors import GuestError
 from ixgbe_testlib.host import GuestImage
 from nicbench import (
+    DEFAULT_MODELS,
     MODELS,
+    RECEIVE_TABLE,
     SUBJECT,
     TABLES,
     WORKLOADS,
@@ -24,10 +26,15 @@ from nicbench import (
     model_workloads,
     context_notes,
     facts_lines,
+    feature_settings,
+    features_missed,
     evaluate,
     parse_args,
     ratios,
+    receive_ratios,
+    render_receive_table,
     render_tables,
+    rsc_notes,
     render_trace_table,
     summaries,
     trace_figures,
@@ -221,9 +228,9 @@ def test_facts_lines() -> None:
     no_queues = {**ixgbe, "combined_queues": ""}
     assert facts_lines({"ixgbe": ixgbe, "igb": {}, "x": no_queues}) == [
         "ixgbe: driver ixgbe 6.1.0-56-amd64, 2 queue pair(s), coalescing: rx-usecs 1, tx-usecs 0; "
-        "TSO on, tx checksum on",
+        "TSO on, tx checksum on, LRO off, GRO on",
         "x: driver ixgbe 6.1.0-56-amd64, queue count not reported, coalescing: rx-usecs 1, tx-usecs 0; "
-        "TSO on, tx checksum on",
+        "TSO on, tx checksum on, LRO off, GRO on",
     ]
 
 
@@ -266,7 +273,11 @@ def test_workloads_option_rejects_bad_names(value: str, message: str, capsys: py
 
 def test_only_models_with_vfs_run_vf_workloads() -> None:
     by_name = {m.name: m for m in MODELS}
-    assert {m.name: m.vf_driver for m in MODELS if m.vf_driver} == {"ixgbe": "ixgbevf", "igb": "igbvf"}
+    assert {m.name: m.vf_driver for m in MODELS if m.vf_driver} == {
+        "ixgbe": "ixgbevf",
+        "igb": "igbvf",
+        "ixgbe-lro": "ixgbevf",
+    }
     vf = [_workload("vf-vf-tcp"), _workload("vf-wire-tcp")]
     assert all(w.needs_vfs for w in vf)
     assert not any(w.needs_vfs for w in WORKLOADS if w not in vf)
@@ -488,6 +499,7 @@ def test_every_guest_announces_the_coalesced_zones(tmp_path: Path) -> None:
         "igb": "igb-mmio",
         "e1000e": "e1000e-mmio",
         "virtio-net": "",
+        "ixgbe-lro": "ixgbe-mmio",
     }
 
 
@@ -547,4 +559,187 @@ def test_trace_table_ratios_and_notes() -> None:
     top = [{"region": "ixgbe-mmio", "op": "write", "offset": "0x06018", "per_pkt": 0.25, "exits": True}]
     assert trace_notes({"ixgbe": {"top_registers": top}}) == [
         "ixgbe: busiest registers in the trace run, per frame: write 0x06018 0.25"
+    ]
+
+
+# ------------------------------------------------- LRO and bulk TCP receive
+def _model(name: str) -> Any:
+    return next(m for m in MODELS if m.name == name)
+
+
+def test_ixgbe_lro_is_a_variant_chosen_by_name() -> None:
+    """ixgbe-lro: the same device and drivers as ixgbe, LRO on at setup; not
+    in the default run, chosen with --models (ixgbe still first)."""
+    lro, plain = _model("ixgbe-lro"), _model("ixgbe")
+    assert (lro.device, lro.driver, lro.vf_driver, lro.mmio_region) == (
+        plain.device,
+        plain.driver,
+        plain.vf_driver,
+        plain.mmio_region,
+    )
+    assert (lro.features, plain.features) == ("lro on", "")
+    assert "ixgbe-lro" not in DEFAULT_MODELS
+    assert [m.name for m in parse_args([]).models] == list(DEFAULT_MODELS)
+    args = parse_args(["--models", "ixgbe-lro,igb,virtio-net,e1000e"])
+    assert [m.name for m in args.models] == ["ixgbe", "ixgbe-lro", "igb", "virtio-net", "e1000e"]
+
+
+def test_feature_settings() -> None:
+    assert feature_settings("lro on") == {"large-receive-offload": "on"}
+    assert feature_settings("lro off gro on") == {"large-receive-offload": "off", "generic-receive-offload": "on"}
+    assert feature_settings("") == {}
+    for bad in ("lro", "lro maybe", "jumbo on"):
+        with pytest.raises(BenchError, match="features"):
+            feature_settings(bad)
+
+
+def test_features_missed_reads_ethtool_k() -> None:
+    text = (DATA / "guest-ethtool-ixgbe.txt").read_text().split("@@\n")[2]  # the recorded ethtool -k
+    assert features_missed({"generic-receive-offload": "on"}, text) == {}
+    assert features_missed({"large-receive-offload": "on"}, text) == {"large-receive-offload": "off"}
+    assert features_missed({"large-receive-offload": "off"}, text) == {}
+    assert features_missed({"no-such-feature": "on"}, text) == {"no-such-feature": ""}
+    fixed = (DATA / "guest-ethtool-virtio_net.txt").read_text().split("@@\n")[2]  # "off [fixed]"
+    assert features_missed({"large-receive-offload": "off"}, fixed) == {}
+
+
+class _FakeVM:
+    """Answers `ethtool -k` as a driver would after the `ethtool -K` it got
+    (or ignores them all: a driver that refuses)."""
+
+    def __init__(self, obeys: bool) -> None:
+        self.obeys = obeys
+        self.commands: list[str] = []
+        self.lro: dict[str, str] = {}
+
+    def sh(self, cmd: str, **_: Any) -> str:
+        self.commands.append(cmd)
+        words = cmd.split()
+        if words[:2] == ["ethtool", "-K"] and self.obeys:
+            self.lro[words[2]] = words[4]
+        if words[:2] == ["ethtool", "-k"]:
+            return f"Features for {words[2]}:\nlarge-receive-offload: {self.lro.get(words[2], 'off')}\n"
+        return ""
+
+
+def _lro_testbed(vm: _FakeVM) -> NicGuest:
+    image = GuestImage("6.12", Path("vmlinuz"), Path("initrd.img"), "6.12.0-test")
+    tb = NicGuest(_model("ixgbe-lro"), image, Path("qemu"), "tcg", Path("logs"))
+    tb.ports = {"slirp": "eth0", "a": "eth1", "b": "eth2"}
+    tb.vm = vm  # type: ignore[assignment]
+    return tb
+
+
+def test_features_are_set_on_every_port_and_checked() -> None:
+    vm = _FakeVM(obeys=True)
+    _lro_testbed(vm)._set_features()
+    assert [c for c in vm.commands if "-K" in c] == [f"ethtool -K eth{n} lro on" for n in (1, 2, 0)]
+    assert vm.lro == {"eth0": "on", "eth1": "on", "eth2": "on"}
+    with pytest.raises(GuestError, match="left port a with {'large-receive-offload': 'off'}"):
+        _lro_testbed(_FakeVM(obeys=False))._set_features()
+
+
+def test_rsc_counters_are_read_on_the_receiving_port() -> None:
+    """ixgbe guests read the receiving port's RSC counters around each
+    sample (in its namespace); the VF to VF path has no such port; other
+    drivers read none and fetch no such files."""
+    tb = _vf_testbed()
+    assert not tb.counts_rsc and "rsc0" not in tb.file_kinds
+    tb = NicGuest(_model("ixgbe-lro"), tb.image, Path("qemu"), "tcg", Path("logs"), with_vfs=True)
+    tb.ports = _vf_testbed().ports
+    assert tb.counts_rsc and tb.file_kinds[-2:] == ("rsc0", "rsc1")
+    assert tb.rsc_cmd(_workload("slirp-tcp-rx"), "/tmp/x") == "ethtool -S eth9 | grep hw_rsc_ > /tmp/x"
+    assert tb.rsc_cmd(_workload("b2b-tcp"), "/tmp/x") == "ip netns exec peer ethtool -S eth1 | grep hw_rsc_ > /tmp/x"
+    assert tb.rsc_cmd(_workload("vf-wire-tcp"), "/tmp/x") == (
+        "ip netns exec vwire ethtool -S eth4 | grep hw_rsc_ > /tmp/x"
+    )
+    assert tb.rsc_cmd(_workload("vf-vf-tcp"), "/tmp/x") == ": > /tmp/x"
+
+
+def test_evaluate_takes_the_rsc_counters_and_the_guest_cpu() -> None:
+    tb = _testbed()
+    w = _workload("b2b-tcp")
+    report = json.loads((DATA / "iperf3-tcp.json").read_text())
+    files = _files(json.dumps(report))
+    stat0, stat1 = "cpu  100 0 100 1000 0 0 50 0 0 0\n", "cpu  150 0 160 1040 0 0 90 0 0 0\n"
+    files["before"] = files["before"].replace("@@netdev root", f"@@stat\n{stat0}@@netdev root")
+    files["after"] = files["after"].replace("@@netdev root", f"@@stat\n{stat1}@@netdev root")
+    files["rsc0"] = "     hw_rsc_aggregated: 10\n     hw_rsc_flushed: 5\n"
+    files["rsc1"] = "     hw_rsc_aggregated: 2010\n     hw_rsc_flushed: 1005\n"
+    s = evaluate(tb, w, 0, _cpus(), files)
+    assert s.ok, s.error
+    mb = report["end"]["sum_received"]["bytes"] / 1e6
+    assert s.figures["guest_busy_ms_per_mb"] == pytest.approx(1500 / mb)
+    assert s.figures["guest_softirq_ms_per_mb"] == pytest.approx(400 / mb)
+    assert s.figures["cpu_vcpu_ms_per_mb"] == pytest.approx(2500 / mb)  # 250 vCPU ticks at 100 Hz
+    assert s.figures["rsc_aggregates"] == 1000
+    assert s.figures["rsc_segments_per_aggregate"] == pytest.approx(3.0)
+    assert s.raw["rsc_counters"]["after"] == {"hw_rsc_aggregated": "2010", "hw_rsc_flushed": "1005"}
+    assert s.raw["after"]["guest_cpu_ticks"]["softirq"] == 90
+    # an RSC count that cannot be read fails the sample
+    s = evaluate(tb, w, 0, _cpus(), {**files, "rsc1": "ethtool: bad command line\n"})
+    assert not s.ok and "hw_rsc" in s.error
+
+
+def _receive_samples() -> list[Sample]:
+    out = []
+    figures = {
+        "ixgbe": (100.0, 40.0),
+        "ixgbe-lro": (150.0, 30.0),
+        "igb": (80.0, 50.0),
+        "virtio-net": (60.0, 100.0),
+    }
+    for rep in range(3):
+        for model, (mbps, ms) in figures.items():
+            f = {"mbps": mbps + rep, "cpu_vcpu_ms_per_mb": ms, "guest_busy_ms_per_mb": ms * 1.5}
+            if model.startswith("ixgbe"):
+                f["rsc_aggregates"] = 0.0 if model == "ixgbe" else 900.0 + rep
+                if model == "ixgbe-lro":
+                    f["rsc_segments_per_aggregate"] = 3.0 + rep
+            out.append(Sample(model, "slirp-tcp-rx", rep, True, figures=f))
+    return out
+
+
+def test_receive_table_puts_every_model_against_igb() -> None:
+    summ = summaries(_receive_samples())
+    models = ["ixgbe", "ixgbe-lro", "igb", "virtio-net"]
+    text = render_receive_table(summ, models, ["slirp-tcp-rx"])
+    lines = text.splitlines()
+    assert lines[0].startswith(f"== {RECEIVE_TABLE[0]}")
+    assert lines[1].split() == [
+        "ixgbe",
+        "ixgbe-lro",
+        "igb",
+        "virtio-net",
+        "ixgbe/igb",
+        "ixgbe-lro/igb",
+        "virtio-net/igb",
+    ]
+    row = next(ln for ln in lines if ln.startswith("slirp TCP host->guest, Mbit/s"))
+    assert row.split()[-3:] == ["1.25", "1.86", "0.75"]  # 101/81, 151/81, 61/81
+    vcpu = next(ln for ln in lines if ln.startswith("slirp host->guest, vCPU threads ms/MB"))
+    assert vcpu.split()[-3:] == ["0.80", "0.60", "2.00"]
+    assert "b2b" not in text  # the rows of workloads not chosen are left out
+    # without the reference, or without its workloads, no table
+    assert render_receive_table(summ, ["ixgbe", "ixgbe-lro"], ["slirp-tcp-rx"]) == ""
+    assert render_receive_table(summ, models, ["b2b-udp"]) == ""
+    r = receive_ratios(summ, models)
+    assert r["slirp-tcp-rx.mbps"] == {
+        "ixgbe/igb": pytest.approx(101 / 81),
+        "ixgbe-lro/igb": pytest.approx(151 / 81),
+        "virtio-net/igb": pytest.approx(61 / 81),
+    }
+    assert r["b2b-tcp.mbps"] == {"ixgbe/igb": None, "ixgbe-lro/igb": None, "virtio-net/igb": None}
+    assert receive_ratios(summ, ["ixgbe"]) == {}
+
+    # bulk TCP into the guest: the slirp and the b2b rows
+    assert {m.workload for m in RECEIVE_TABLE[2]} == {"slirp-tcp-rx", "b2b-tcp"}
+
+
+def test_rsc_notes() -> None:
+    lines = rsc_notes(_receive_samples(), ["ixgbe", "ixgbe-lro", "igb"])
+    assert lines == [
+        "ixgbe: RSC aggregates of the receiving port per sample x segments per aggregate (median): slirp-tcp-rx 0",
+        "ixgbe-lro: RSC aggregates of the receiving port per sample x segments per aggregate (median): "
+        "slirp-tcp-rx 901 x 4.00",
     ]
