@@ -44,9 +44,12 @@ LOCKED_SAMPLES = 60
 # Measured here (TCG, 2 shared host cores under load): 3-6 us rms. A host
 # that deschedules QEMU between a frame's hand-over and its time stamp adds
 # a few samples of hundreds of microseconds (80 us rms in one run beside
-# another guest suite), so the typical offset (the median of |offset|) is
-# held to PTP_TYPICAL_BOUND_NS and the rms only to PTP_RMS_BOUND_NS: a
-# stamp taken at the wrong place is off by milliseconds in every sample.
+# another guest suite), and one such sample of a millisecond swings the
+# servo for about 7 s: 14 of the 30 samples judged, in a full test run with
+# three suites on two cores (-971,803 ns, then 77 us down to 7 us). So the
+# lower quartile of |offset| is held to PTP_TYPICAL_BOUND_NS, which one
+# swing cannot move, and the rms only to PTP_RMS_BOUND_NS: a stamp taken
+# at the wrong place is off by milliseconds in every sample.
 PTP_TYPICAL_BOUND_NS = 50_000
 PTP_RMS_BOUND_NS = 1_000_000
 
@@ -178,7 +181,7 @@ def test_ptp4l_synchronises_the_ports(g: Guest, record_summary: Callable[[str], 
     late = run_ptp4l(g)
     record_summary(f"ptp4l slave offset, TCG: rms {rms(late) / 1000:.2f} us, "
                    f"max {max(map(abs, late)) / 1000:.2f} us ({len(late)} samples)")
-    assert statistics.median(map(abs, late)) < PTP_TYPICAL_BOUND_NS, late
+    assert statistics.quantiles(map(abs, late), n=4)[0] < PTP_TYPICAL_BOUND_NS, late
     assert rms(late) < PTP_RMS_BOUND_NS, late
 
 
