@@ -80,6 +80,17 @@ def settings(vm: VM, dev: str) -> tuple[dict[str, str], str]:
 # ------------------------------------------------------------------ probe
 
 
+def selftest_then_quiet(g: Guest) -> None:
+    """The driver's offline self-test (register, EEPROM, interrupt, loopback
+    and link tests) passes, traffic flows after it, and neither the kernel
+    log nor QEMU has anything to say."""
+    assert_selftest_pass(g)
+    g.vm.wait_carrier(g.dev)
+    assert g.vm.ping(g.host, count=3).ok
+    assert_clean_log(g)
+    assert_qemu_quiet(g.vm)
+
+
 class TestPartsAtProbe:
     """One guest with three ports whose state the driver reads at probe,
     one test each: the combined backplane part (another device ID), an SR
@@ -112,11 +123,7 @@ class TestPartsAtProbe:
             assert mode in modes, f"{mode} not supported:\n{text}"
         assert s.get("Speed") == "10000Mb/s" and s.get("Link detected") == "yes", text
         assert vm.ping(g.host).ok
-        assert_selftest_pass(g)
-        vm.wait_carrier(g.dev)
-        assert vm.ping(g.host).ok
-        assert_clean_log(g)
-        assert_qemu_quiet(vm)
+        selftest_then_quiet(g)
 
     @pytest.mark.kernel_sensitive("probe")
     def test_sfp_sr_optic_diagnostics(self, nics: NicsGuest) -> None:
@@ -148,12 +155,7 @@ class TestPartsAtProbe:
         vm.sh(f"ip link set {g.dev} up")
         vm.wait_carrier(g.dev)
         assert vm.ping(g.host, count=3).ok
-        # register, EEPROM, interrupt, loopback and link tests on the SFP+ part
-        assert_selftest_pass(g)
-        vm.wait_carrier(g.dev)
-        assert vm.ping(g.host, count=3).ok
-        assert_clean_log(g)
-        assert_qemu_quiet(vm)
+        selftest_then_quiet(g)
 
     @pytest.mark.kernel_sensitive("probe")
     def test_sfp_empty_cage(self, nics: NicsGuest) -> None:
