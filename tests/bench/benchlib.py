@@ -577,38 +577,33 @@ def ratio_table(
 ) -> str:
     """A plain-text table: one column per model (median ±half the min-max
     spread, relative), then the ratio subject/other for every other model."""
-    if subject not in models:
-        raise BenchError(f"{subject} is not one of the models {list(models)}")
-    others = [m for m in models if m != subject]
-    header = ["", *models, *[f"{subject}/{m}" for m in others]]
-    body: list[list[str]] = []
-    for row in rows:
-        cells = [row.label]
-        cells += [row.absent[m] if m in row.absent else fmt_summary(row.values.get(m)) for m in models]
-        mine = row.values.get(subject)
-        for m in others:
-            theirs = row.values.get(m)
-            r = ratio(mine.median, theirs.median) if mine is not None and theirs is not None else None
-            cells.append(row.absent[m] if m in row.absent else fmt_ratio(r))
-        body.append(cells)
-    return _layout(title, header, body, note)
+    return _compare_table(title, rows, models, subject, note, pivot_on_top=True)
 
 
 def reference_table(title: str, rows: Sequence[Row], models: Sequence[str], reference: str, note: str = "") -> str:
     """Like ratio_table, but every model against one reference model: one
     column per model, then <model>/<reference> for every other model."""
-    if reference not in models:
-        raise BenchError(f"{reference} is not one of the models {list(models)}")
-    others = [m for m in models if m != reference]
-    header = ["", *models, *[f"{m}/{reference}" for m in others]]
+    return _compare_table(title, rows, models, reference, note, pivot_on_top=False)
+
+
+def _compare_table(
+    title: str, rows: Sequence[Row], models: Sequence[str], pivot: str, note: str, *, pivot_on_top: bool
+) -> str:
+    """One column per model, then pivot/other (pivot_on_top) or other/pivot
+    for every other model."""
+    if pivot not in models:
+        raise BenchError(f"{pivot} is not one of the models {list(models)}")
+    others = [m for m in models if m != pivot]
+    header = ["", *models, *[f"{pivot}/{m}" if pivot_on_top else f"{m}/{pivot}" for m in others]]
     body: list[list[str]] = []
     for row in rows:
         cells = [row.label]
         cells += [row.absent[m] if m in row.absent else fmt_summary(row.values.get(m)) for m in models]
-        ref = row.values.get(reference)
+        mine = row.values.get(pivot)
         for m in others:
-            mine = row.values.get(m)
-            r = ratio(mine.median, ref.median) if mine is not None and ref is not None else None
+            theirs = row.values.get(m)
+            num, den = (mine, theirs) if pivot_on_top else (theirs, mine)
+            r = ratio(num.median, den.median) if num is not None and den is not None else None
             cells.append(row.absent[m] if m in row.absent else fmt_ratio(r))
         body.append(cells)
     return _layout(title, header, body, note)
