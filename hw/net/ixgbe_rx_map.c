@@ -64,29 +64,22 @@ typedef struct IxgbeRxMap {
     unsigned buf_next;          /* the entry the next section replaces */
 } IxgbeRxMap;
 
-static void ixgbe_rx_ring_unmap(IxgbeRxRingMap *m)
+/* Forget a ring's or a buffer range's mapping */
+static void ixgbe_rx_unmap(IxgbeRxMapState *state, MemoryRegionCache *cache)
 {
-    if (m->state == IXGBE_RX_MAP_MAPPED) {
-        address_space_cache_destroy(&m->cache);
+    if (*state == IXGBE_RX_MAP_MAPPED) {
+        address_space_cache_destroy(cache);
     }
-    m->state = IXGBE_RX_MAP_NONE;
-}
-
-static void ixgbe_rx_buf_unmap(IxgbeRxBufMap *b)
-{
-    if (b->state == IXGBE_RX_MAP_MAPPED) {
-        address_space_cache_destroy(&b->cache);
-    }
-    b->state = IXGBE_RX_MAP_NONE;
+    *state = IXGBE_RX_MAP_NONE;
 }
 
 static void ixgbe_rx_unmap_all(IxgbeRxMap *m)
 {
     for (unsigned q = 0; q < IXGBE_NUM_QUEUES; q++) {
-        ixgbe_rx_ring_unmap(&m->ring[q]);
+        ixgbe_rx_unmap(&m->ring[q].state, &m->ring[q].cache);
     }
     for (unsigned i = 0; i < IXGBE_RX_BUF_MAPS; i++) {
-        ixgbe_rx_buf_unmap(&m->buf[i]);
+        ixgbe_rx_unmap(&m->buf[i].state, &m->buf[i].cache);
     }
 }
 
@@ -104,7 +97,7 @@ MemoryRegionCache *ixgbe_rx_map_ring(IxgbeCore *core, unsigned q,
     hwaddr len = (hwaddr)n * IXGBE_DESC_SIZE;
 
     if (m->state != IXGBE_RX_MAP_NONE && (m->base != base || m->n != n)) {
-        ixgbe_rx_ring_unmap(m);
+        ixgbe_rx_unmap(&m->state, &m->cache);
     }
     if (m->state == IXGBE_RX_MAP_NONE) {
         m->base = base;
@@ -155,7 +148,7 @@ static IxgbeRxBufMap *ixgbe_rx_buf_add(IxgbeCore *core, uint64_t addr)
     bool ram;
     int64_t l;
 
-    ixgbe_rx_buf_unmap(b);
+    ixgbe_rx_unmap(&b->state, &b->cache);
     m->buf_next = (m->buf_next + 1) % IXGBE_RX_BUF_MAPS;
 
     /* One byte tells the section's bounds and whether it is RAM */
@@ -180,7 +173,7 @@ static IxgbeRxBufMap *ixgbe_rx_buf_add(IxgbeCore *core, uint64_t addr)
     }
     if (addr < b->start || addr >= b->end) {
         /* Not what the probe said: this address goes by DMA this time */
-        b->state = IXGBE_RX_MAP_NONE;
+        ixgbe_rx_unmap(&b->state, &b->cache);
         return NULL;
     }
     trace_ixgbe_rx_map_buf(addr, b->start, b->end,
