@@ -20,7 +20,6 @@ import dataclasses
 import json
 import math
 import re
-import shlex
 import socket
 import struct
 import threading
@@ -35,7 +34,15 @@ from ixgbe_testlib.iperf3 import free_tcp_port
 from ixgbe_testlib.netcheck import risen
 from ixgbe_testlib.nicargs import mac_address
 from ixgbe_testlib.vm import VM, VMFactory, load_driver
-from scenarios import WIRE_NET, Guest, assert_clean_log, assert_qemu_quiet, back_to_back_args, wire_back_to_back
+from scenarios import (
+    WIRE_NET,
+    Guest,
+    assert_clean_log,
+    assert_qemu_quiet,
+    back_to_back_args,
+    background,
+    wire_back_to_back,
+)
 
 # Migration parameters used for every migration here: no bandwidth cap (the
 # default 128 MiB/s may never converge under bulk traffic in a TCG guest),
@@ -458,14 +465,6 @@ DOWNTIME_BOUND_MS = 1000
 FLOOD_INTERVAL_MS = 10
 
 _COUNTER = re.compile(r"(packets|bytes)$")
-
-
-def background(vm: VM, cmd: str, out: str) -> int:
-    """Start `cmd` (one command) in the guest in its own session, detached
-    from the agent, output to `out`; returns its process id. (/bin/sh by path: busybox's
-    setsid would run its own sh, which prefers its reduced ping applet.)"""
-    pid = vm.sh(f"setsid /bin/sh -c {shlex.quote('exec ' + cmd)} </dev/null >{out} 2>&1 & echo $!").strip()
-    return int(pid)
 
 
 def running(vm: VM, pid: int) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import shlex
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -224,6 +225,14 @@ def boot_nics(make_vm: VMFactory, specs: Sequence[NicSpec], *, smp: int = 2, nam
             f"carrier on {', '.join(carrier)}", lambda: vm.run(f"cat {look}").stdout.split() == ["1"] * len(carrier)
         )
     return NicsGuest(make_vm, vm, list(specs), guests, ports)
+
+
+def background(vm: VM, cmd: str, out: str) -> int:
+    """Start `cmd` (one command) in the guest in its own session, detached
+    from the agent, output to `out`; returns its process id. (/bin/sh by path: busybox's
+    setsid would run its own sh, which prefers its reduced ping applet.)"""
+    pid = vm.sh(f"setsid /bin/sh -c {shlex.quote('exec ' + cmd)} </dev/null >{out} 2>&1 & echo $!").strip()
+    return int(pid)
 
 
 def back_to_back_args(model: str, macs: Sequence[str], *, hub: bool = False) -> Callable[[Path], list[str]]:

@@ -41,7 +41,6 @@ from migration import (
     assert_counters_consistent,
     assert_quiet,
     assert_running,
-    background,
     device_sections,
     flood_loss,
     ixgbe_migrated_state,
@@ -54,7 +53,7 @@ from migration import (
 from ixgbe_testlib.errors import GuestError
 from ixgbe_testlib.host import scaled
 from ixgbe_testlib.vm import VM, VMFactory
-from scenarios import WIRE_NET
+from scenarios import WIRE_NET, background
 
 pytestmark = pytest.mark.usefixtures("require_ixgbe")
 

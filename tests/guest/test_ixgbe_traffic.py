@@ -23,7 +23,6 @@ on QEMU's stderr at exit and fail the test.
 
 from __future__ import annotations
 
-import shlex
 import time
 
 import pytest
@@ -32,7 +31,7 @@ from ixgbe_testlib.host import scaled
 from ixgbe_testlib.iperf3 import HostIperf3Server, free_tcp_port
 from ixgbe_testlib.netcheck import format_records, risen
 from ixgbe_testlib.nicargs import mac_address
-from ixgbe_testlib.vm import VM, VMFactory
+from ixgbe_testlib.vm import VMFactory
 from scenarios import (
     Guest,
     NicsGuest,
@@ -41,6 +40,7 @@ from scenarios import (
     UserNic,
     assert_clean_log,
     assert_qemu_quiet,
+    background,
     boot_nics,
     check_back_to_back,
     iperf3_both_ways,
@@ -100,13 +100,6 @@ def test_held_register_writes(nics: NicsGuest) -> None:
     next other access or by the starved-frame timer: the driver configures
     its queues and TCP runs both ways as usual."""
     tcp_both_ways(nics.guests[HELD], HELD_FWD, "held")
-
-
-def background(vm: VM, cmd: str, out: str) -> int:
-    """Start `cmd` (one command) detached from the agent, in its own session; its pid."""
-    return int(
-        vm.sh(f"setsid /bin/sh -c {shlex.quote('exec ' + cmd)} </dev/null >{out} 2>&1 & echo $!").strip()
-    )
 
 
 def test_unplug_replug_under_traffic(nics: NicsGuest) -> None:
