@@ -164,6 +164,18 @@ def vf_problems(g: Guest, since: float, expected: tuple[re.Pattern[str], ...] = 
     return [format_records([r]) for r in recs]
 
 
+def test_vcpus_delay_loops_match_the_tsc(g: Guest) -> None:
+    """Each vCPU's delay loop runs at the TSC's rate: the drivers' mailbox
+    timeouts are counted in udelay()s, and a vCPU whose loop runs fast
+    gives up on the PF in milliseconds (the harness's `lpj=`)."""
+    mhz = re.search(r"tsc: Detected ([0-9.]+) MHz", "\n".join(r.text for r in g.vm.dmesg()))
+    assert mhz, "the kernel did not report the TSC's rate"
+    mips = [float(v) for v in re.findall(r"^bogomips\s*:\s*([0-9.]+)", g.vm.sh("cat /proc/cpuinfo"), re.M)]
+    assert len(mips) == g.vm.smp >= 2, mips
+    want = 2 * float(mhz[1])
+    assert all(abs(m - want) < 0.02 * want for m in mips), f"BogoMIPS per vCPU {mips}, TSC {mhz[1]} MHz"
+
+
 def test_total_vfs(g: Guest) -> None:
     # 64 in the capability; the driver keeps a pool for the PF
     assert sysfs(g, "sriov_totalvfs") == str(MAX_VFS)

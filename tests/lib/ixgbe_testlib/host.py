@@ -41,6 +41,39 @@ def qemu_binary() -> Path:
     return path
 
 
+# CONFIG_HZ of Debian's amd64 kernels, which every guest image boots
+GUEST_HZ = 250
+
+
+def host_tsc_khz() -> int | None:
+    """The host's TSC rate in kHz, None where it is not known. Linux on an
+    x86 CPU with a constant TSC derives loops_per_jiffy from the TSC's rate,
+    so /proc/cpuinfo's bogomips is twice the rate in MHz."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None
+    flags = re.search(r"^flags\s*:(.*)$", text, re.M)
+    mips = re.search(r"^bogomips\s*:\s*([0-9.]+)", text, re.M)
+    if flags is None or "constant_tsc" not in flags[1].split() or mips is None:
+        return None
+    return round(float(mips[1]) * 500)
+
+
+def tcg_delay_calibration(hz: int = GUEST_HZ) -> str:
+    """The kernel parameter `lpj=` that gives every vCPU of a TCG guest the
+    delay loop of the host's TSC ("" where the rate is not known).
+
+    A TCG guest's TSC counts at the host's rate. The kernel takes the boot
+    vCPU's loops per jiffy from the TSC but times each other vCPU against
+    jiffies, and TCG running all vCPUs in turn on one thread spoils that
+    timing: on 6.1 the other vCPUs came out 100 to 10,000 times too fast,
+    so a driver's 1 s mailbox timeout (2000 x udelay(500)) ran out in
+    2.5 ms there."""
+    khz = host_tsc_khz()
+    return f"lpj={khz * 1000 // hz}" if khz else ""
+
+
 @dataclasses.dataclass(frozen=True)
 class GuestImage:
     kernel: str
