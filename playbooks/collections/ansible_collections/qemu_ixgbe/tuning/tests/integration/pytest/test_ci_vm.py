@@ -135,7 +135,7 @@ def test_ci_vm_selections(tmp_path: Path, libvirtd: str, qemu_binary: Path,
         extra = dict(ci_vars(tmp_path, qemu_binary, "ixgbe", BASIC_COMMANDS + [
             "cat /sys/class/dmi/id/product_serial", "nproc", "ip -br addr",
             "ethtool -l eth0", "ethtool -i eth1", "ping -c 1 -W 10 10.0.3.2",
-            "iperf3 -c 10.0.2.2 -p %d -t 2" % server.port]),
+            "iperf3 -c 10.0.2.2 -p %d -t 2" % server.port, "grep ^bogomips /proc/cpuinfo"]),
             test_vm_nics=[{"model": "ixgbe"}, {"model": "virtio"}], test_vm_vcpus=3,
             test_vm_nic_queues=2, test_vm_qemu_args=["-smbios", "type=1,serial=ci-vm-extra-arg"],
             test_vm_log_dir=str(tmp_path / "logs"))
@@ -156,7 +156,14 @@ def test_ci_vm_selections(tmp_path: Path, libvirtd: str, qemu_binary: Path,
     assert re.search(r"sender$", out[6], re.MULTILINE), out[6]
     console = (tmp_path / "logs" / "console.log").read_text(errors="replace")
     assert "guest-net: eth0 (ixgbe) 10.0.2.15/24 default via 10.0.2.2" in console
-    assert "NIC Link is Up" in (tmp_path / "logs" / "dmesg.log").read_text()
+    dmesg = (tmp_path / "logs" / "dmesg.log").read_text()
+    assert "NIC Link is Up" in dmesg
+    # every vCPU's delay loop at the TSC's rate (test_vm_delay_calibration)
+    tsc = re.search(r"tsc: Detected ([0-9.]+) MHz", dmesg)
+    assert tsc, "the guest kernel did not report its TSC rate"
+    mips = [float(m) for m in re.findall(r"bogomips\s*:\s*([0-9.]+)", out[7])]
+    assert len(mips) == 3 and all(abs(m - 2 * float(tsc.group(1))) < 0.02 * 2 * float(tsc.group(1))
+                                  for m in mips), (mips, tsc.group(0))
     assert leftovers(NAME, tmp_path / "vm") == []
 
 
