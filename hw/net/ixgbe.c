@@ -34,6 +34,7 @@
 #include "ixgbe_datapath.h"
 #include "ixgbe_fc.h"
 #include "ixgbe_fdir.h"
+#include "ixgbe_rsc.h"
 #include "ixgbe_ipsec.h"
 #include "ixgbe_ntuple.h"
 #include "ixgbe_ptp.h"
@@ -735,6 +736,26 @@ static const VMStateDescription ixgbe_vmstate_ipsec = {
     }
 };
 
+/* RSC: the flows held apart after a lone segment, while there are any */
+static bool ixgbe_rsc_needed(void *opaque)
+{
+    IxgbeState *s = opaque;
+
+    return ixgbe_rsc_migration_needed(&s->core);
+}
+
+static const VMStateDescription ixgbe_vmstate_rsc = {
+    .name = "ixgbe/rsc",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = ixgbe_rsc_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_STRUCT_POINTER(core.rsc, IxgbeState,
+                               ixgbe_vmstate_rsc_lone_table, IxgbeRsc),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
 /*
  * The backend's link, which STATUS.LU and LINKS report: sent while it is
  * down (a stream without it means up).
@@ -820,6 +841,7 @@ static const VMStateDescription ixgbe_vmstate = {
         &ixgbe_vmstate_link,
         &ixgbe_vmstate_ipsec,
         &ixgbe_vmstate_fc,
+        &ixgbe_vmstate_rsc,
         NULL
     }
 };

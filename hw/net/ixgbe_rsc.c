@@ -60,8 +60,8 @@
  * been quiet for an interval.  After a lone segment without PSH, the
  * flow's segments are not coalesced (each goes as a frame of its own,
  * which GRO merges rightly) until the vector has interrupted since and
- * been unmasked again: the driver has ended the poll that took it.  This
- * state is not migrated; a destination coalesces at once.
+ * been unmasked again: the driver has ended the poll that took it.  These
+ * flows migrate, with the vectors' interrupt counts they wait on.
  *
  * Aggregates do not migrate: they are closed when the VM stops, before
  * the last pass of RAM, so the destination finds them written back like
@@ -76,6 +76,7 @@
 
 #include "qemu/osdep.h"
 #include "qemu/log.h"
+#include "qemu/error-report.h"
 #include "qemu/iov.h"
 #include "qemu/bswap.h"
 #include "net/net.h"
@@ -84,6 +85,7 @@
 #include "hw/pci/pci_device.h"
 #include "hw/pci/msix.h"
 #include "system/dma.h"
+#include "migration/vmstate.h"
 #include "ixgbe_core.h"
 #include "ixgbe_datapath.h"
 #include "ixgbe_iov.h"
@@ -853,12 +855,66 @@ static void ixgbe_rsc_pre_save(IxgbeCore *core)
     }
 }
 
+/* The flows held apart after a lone segment, and what they wait for */
+static const VMStateDescription ixgbe_vmstate_rsc_lone = {
+    .name = "ixgbe-rsc-lone",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, IxgbeRscLone),
+        VMSTATE_BOOL(ip6, IxgbeRscLone),
+        VMSTATE_UINT8(vector, IxgbeRscLone),
+        VMSTATE_UINT16(vlan, IxgbeRscLone),
+        VMSTATE_UINT32(fired, IxgbeRscLone),
+        VMSTATE_UINT8_ARRAY(key, IxgbeRscLone, 36),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+const VMStateDescription ixgbe_vmstate_rsc_lone_table = {
+    .name = "ixgbe-rsc-lone-table",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_STRUCT_ARRAY(lone, IxgbeRsc, IXGBE_RSC_CONTEXTS, 1,
+                             ixgbe_vmstate_rsc_lone, IxgbeRscLone),
+        VMSTATE_UINT32_ARRAY(fired, IxgbeRsc, IXGBE_MSIX_VECTORS),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+bool ixgbe_rsc_migration_needed(IxgbeCore *core)
+{
+    return core->rsc->nlone;
+}
+
+/* A held flow names a vector the device has; nlone is counted again */
+static bool ixgbe_rsc_post_load(IxgbeCore *core)
+{
+    IxgbeRsc *rsc = core->rsc;
+
+    rsc->nlone = 0;
+    for (unsigned i = 0; i < IXGBE_RSC_CONTEXTS; i++) {
+        if (!rsc->lone[i].valid) {
+            continue;
+        }
+        if (rsc->lone[i].vector >= IXGBE_MSIX_VECTORS) {
+            error_report("ixgbe: migration stream: RSC flow %u waits on "
+                         "vector %u", i, rsc->lone[i].vector);
+            return false;
+        }
+        rsc->nlone++;
+    }
+    return true;
+}
+
 const IxgbePart ixgbe_rsc_part = {
     .regs = ixgbe_rsc_regs,
     .nregs = ARRAY_SIZE(ixgbe_rsc_regs),
     .realize = ixgbe_rsc_realize,
     .unrealize = ixgbe_rsc_unrealize,
     .reset = ixgbe_rsc_reset,
+    .post_load = ixgbe_rsc_post_load,
     .before_irq = ixgbe_rsc_before_irq,
     .vm_stop = ixgbe_rsc_vm_stop,
     .pre_save = ixgbe_rsc_pre_save,

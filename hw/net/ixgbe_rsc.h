@@ -109,4 +109,8 @@ void ixgbe_rsc_close_queue(IxgbeCore *core, unsigned q);
 /* Receive side coalescing as a part of the device (IxgbePart) */
 extern const IxgbePart ixgbe_rsc_part;
 
+/* The flows held apart after a lone segment: migrated while there are any */
+bool ixgbe_rsc_migration_needed(IxgbeCore *core);
+extern const VMStateDescription ixgbe_vmstate_rsc_lone_table;
+
 #endif

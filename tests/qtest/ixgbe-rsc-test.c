@@ -845,6 +845,67 @@ static void test_after_lone(void)
 }
 
 /*
+ * A flow held apart after a lone segment stays so across a migration: on
+ * the destination its next segments still go alone until the vector has
+ * interrupted and been unmasked again; then they coalesce.
+ */
+static void test_after_lone_migration(void)
+{
+    static const unsigned i1[] = { 1 }, c1[] = { 1 }, i45[] = { 4, 5 },
+                          c12[] = { 1, 2 };
+    g_autofree char *path = NULL;
+    Seg s[6];
+    uint8_t wb[DESC_SIZE];
+    IxgbeTest t, dst;
+    int64_t now;
+    RxRing r;
+
+    for (unsigned i = 0; i < 6; i++) {
+        s[i] = seg(0, i, 300);
+    }
+    start_rsc_automask(&t, &r, true);
+    s[0].flags |= TCP_PSH;
+    send_seg(&t, &s[0]);
+    wait_rx(&t, 1);
+    wr(&t, IXGBE_EIMS, 1);
+    qtest_clock_step(t.qts, ITR_NS);
+    send_seg(&t, &s[1]);
+    wait_rx(&t, 2);
+    qtest_clock_step(t.qts, ITR_NS);
+    check_aggregate(&t, &r, i1, 1, c1, s + 1, 1);
+    g_assert_cmphex(rd(&t, IXGBE_EIMS) & 1, ==, 0);
+
+    /*
+     * qtest's virtual clock does not migrate: the destination's starts
+     * where the source's was, as a real migration's does
+     */
+    now = qtest_clock_step(t.qts, 1);
+    path = save_to_file(&t);
+    g_assert_true(load_from_file(&dst, path));
+    qtest_clock_set(dst.qts, now);
+    qtest_qmp_assert_success(dst.qts, "{'execute': 'cont'}");
+    send_seg(&dst, &s[2]);
+    send_seg(&dst, &s[3]);
+    wait_rx(&dst, 4);
+    check_alone(&dst, &r, 2, &s[2], wb);
+    check_alone(&dst, &r, 3, &s[3], wb);
+
+    wr(&dst, IXGBE_EIMS, 1);
+    qtest_clock_step(dst.qts, ITR_NS);
+    g_assert_cmphex(rd(&dst, IXGBE_EIMS) & 1, ==, 0);
+    wr(&dst, IXGBE_EIMS, 1);
+    send_seg(&dst, &s[4]);
+    send_seg(&dst, &s[5]);
+    wait_rx(&dst, 6);
+    assert_open(&dst, &r, 4);
+    qtest_clock_step(dst.qts, ITR_NS);
+    check_aggregate(&dst, &r, i45, 2, c12, s + 4, 2);
+    unlink(path);
+    ixgbe_test_stop(&dst);
+    ixgbe_test_stop(&t);
+}
+
+/*
  * Three segments of one flow on start_rsc_automask()'s queue; the first,
  * with PSH, is written back at once, and vector 0 fires and masks itself:
  * the driver polls
@@ -941,6 +1002,8 @@ int main(int argc, char **argv)
     qtest_add_func("ixgbe/rsc/masked-vector", test_masked_vector);
     qtest_add_func("ixgbe/rsc/lone-segment", test_lone_segment);
     qtest_add_func("ixgbe/rsc/after-lone", test_after_lone);
+    qtest_add_func("ixgbe/rsc/after-lone-migration",
+                   test_after_lone_migration);
     qtest_add_func("ixgbe/rsc/masked-bound", test_masked_bound);
     return g_test_run();
 }
