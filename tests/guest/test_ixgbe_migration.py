@@ -59,8 +59,10 @@ pytestmark = pytest.mark.usefixtures("require_ixgbe")
 
 # seconds of traffic looked at after a move (iperf3 intervals of 1 s)
 AFTER_MOVE_S = 6
-# moves tried until one catches an EITR timer armed (about half of them do)
-MAX_PENDING_MIGRATIONS = 6
+# moves tried until one catches an EITR timer armed: under bulk traffic the
+# driver mostly polls with its vectors masked, and in the runs recorded the
+# 3rd and the 10th move caught one, and once none of 6 did (about 2 s each)
+MAX_PENDING_MIGRATIONS = 30
 PENDING_DOWNTIME_LIMIT_MS = 1000
 # RX/TX ring size for the pending-state test: small, so that rings fill up
 SMALL_RING = 128
@@ -208,6 +210,10 @@ def test_pending_device_state(mg: MigratingGuest, record_summary: Callable[[str]
         time.sleep(scaled(1))
     print("\n".join(seen))
     record_summary("\n".join(seen))
+    if not armed_seen:
+        # the module's next scenarios run on this guest: without this traffic
+        stop(mg.vm, client, "iperf3")
+        stop(mg.vm, flood, "ping -f")
     assert armed_seen, "no migration caught an EITR timer armed:\n" + "\n".join(seen)
     vm = mg.vm
     t_moved = vm.uptime()
