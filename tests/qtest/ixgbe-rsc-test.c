@@ -792,89 +792,87 @@ static void test_lone_segment(void)
 }
 
 /*
- * A segment without PSH written back alone (its flow was quiet for an
- * interval) is held by Linux's GRO until the driver ends its poll: the
- * flow's next segments go alone too, which GRO can merge, until the
- * vector has interrupted since and been unmasked again; then they
- * coalesce.
+ * Six segments of flow 0 on start_rsc_automask()'s queue.  Segment 0 has
+ * PSH; segment 1 is written back alone (its flow was quiet for an
+ * interval) and its interrupt masks the vector: the driver polls, and the
+ * flow is held apart.
  */
-static void test_after_lone(void)
+static void start_held_apart(IxgbeTest *t, RxRing *r, Seg *s)
 {
-    static const unsigned i1[] = { 1 }, c1[] = { 1 }, i45[] = { 4, 5 },
-                          c12[] = { 1, 2 };
-    Seg s[6];
-    uint8_t wb[DESC_SIZE];
-    IxgbeTest t;
-    RxRing r;
+    static const unsigned i1[] = { 1 }, c1[] = { 1 };
 
     for (unsigned i = 0; i < 6; i++) {
         s[i] = seg(0, i, 300);
     }
-    start_rsc_automask(&t, &r, true);
-
-    /* Segment 0 has PSH; segment 1 is alone for an interval */
+    start_rsc_automask(t, r, true);
     s[0].flags |= TCP_PSH;
-    send_seg(&t, &s[0]);
-    wait_rx(&t, 1);
-    wr(&t, IXGBE_EIMS, 1);
-    qtest_clock_step(t.qts, ITR_NS);
-    send_seg(&t, &s[1]);
-    wait_rx(&t, 2);
-    qtest_clock_step(t.qts, ITR_NS);
-    check_aggregate(&t, &r, i1, 1, c1, s + 1, 1);
-    /* ...and its interrupt masked the vector: the driver polls */
-    g_assert_cmphex(rd(&t, IXGBE_EIMS) & 1, ==, 0);
-    send_seg(&t, &s[2]);
-    send_seg(&t, &s[3]);
-    wait_rx(&t, 4);
-    check_alone(&t, &r, 2, &s[2], wb);
-    check_alone(&t, &r, 3, &s[3], wb);
-
-    /* Unmasked: the causes they raised interrupt at the interval's end */
-    wr(&t, IXGBE_EIMS, 1);
-    qtest_clock_step(t.qts, ITR_NS);
-    g_assert_cmphex(rd(&t, IXGBE_EIMS) & 1, ==, 0);
-    wr(&t, IXGBE_EIMS, 1);
-    send_seg(&t, &s[4]);
-    send_seg(&t, &s[5]);
-    wait_rx(&t, 6);
-    assert_open(&t, &r, 4);
-    qtest_clock_step(t.qts, ITR_NS);
-    check_aggregate(&t, &r, i45, 2, c12, s + 4, 2);
-    ixgbe_test_stop(&t);
+    send_seg(t, &s[0]);
+    wait_rx(t, 1);
+    wr(t, IXGBE_EIMS, 1);
+    qtest_clock_step(t->qts, ITR_NS);
+    send_seg(t, &s[1]);
+    wait_rx(t, 2);
+    qtest_clock_step(t->qts, ITR_NS);
+    check_aggregate(t, r, i1, 1, c1, s + 1, 1);
+    g_assert_cmphex(rd(t, IXGBE_EIMS) & 1, ==, 0);
 }
 
 /*
- * A flow held apart after a lone segment stays so across a migration: on
- * the destination its next segments still go alone until the vector has
- * interrupted and been unmasked again; then they coalesce.
+ * The held flow's segments 2 and 3 go alone too, which GRO can merge,
+ * until the vector has interrupted since and been unmasked again; then
+ * segments 4 and 5 coalesce.
  */
+static void check_held_then_coalesced(IxgbeTest *t, const RxRing *r,
+                                      const Seg *s)
+{
+    static const unsigned i45[] = { 4, 5 }, c12[] = { 1, 2 };
+    uint8_t wb[DESC_SIZE];
+
+    send_seg(t, &s[2]);
+    send_seg(t, &s[3]);
+    wait_rx(t, 4);
+    check_alone(t, r, 2, &s[2], wb);
+    check_alone(t, r, 3, &s[3], wb);
+
+    /* Unmasked: the causes they raised interrupt at the interval's end */
+    wr(t, IXGBE_EIMS, 1);
+    qtest_clock_step(t->qts, ITR_NS);
+    g_assert_cmphex(rd(t, IXGBE_EIMS) & 1, ==, 0);
+    wr(t, IXGBE_EIMS, 1);
+    send_seg(t, &s[4]);
+    send_seg(t, &s[5]);
+    wait_rx(t, 6);
+    assert_open(t, r, 4);
+    qtest_clock_step(t->qts, ITR_NS);
+    check_aggregate(t, r, i45, 2, c12, s + 4, 2);
+}
+
+/*
+ * A segment without PSH written back alone is held by Linux's GRO until
+ * the driver ends its poll: the flow's next segments go alone too, until
+ * the vector has interrupted since and been unmasked again.
+ */
+static void test_after_lone(void)
+{
+    Seg s[6];
+    IxgbeTest t;
+    RxRing r;
+
+    start_held_apart(&t, &r, s);
+    check_held_then_coalesced(&t, &r, s);
+    ixgbe_test_stop(&t);
+}
+
+/* ...and the flow stays held apart across a migration */
 static void test_after_lone_migration(void)
 {
-    static const unsigned i1[] = { 1 }, c1[] = { 1 }, i45[] = { 4, 5 },
-                          c12[] = { 1, 2 };
     g_autofree char *path = NULL;
     Seg s[6];
-    uint8_t wb[DESC_SIZE];
     IxgbeTest t, dst;
     int64_t now;
     RxRing r;
 
-    for (unsigned i = 0; i < 6; i++) {
-        s[i] = seg(0, i, 300);
-    }
-    start_rsc_automask(&t, &r, true);
-    s[0].flags |= TCP_PSH;
-    send_seg(&t, &s[0]);
-    wait_rx(&t, 1);
-    wr(&t, IXGBE_EIMS, 1);
-    qtest_clock_step(t.qts, ITR_NS);
-    send_seg(&t, &s[1]);
-    wait_rx(&t, 2);
-    qtest_clock_step(t.qts, ITR_NS);
-    check_aggregate(&t, &r, i1, 1, c1, s + 1, 1);
-    g_assert_cmphex(rd(&t, IXGBE_EIMS) & 1, ==, 0);
-
+    start_held_apart(&t, &r, s);
     /*
      * qtest's virtual clock does not migrate: the destination's starts
      * where the source's was, as a real migration's does
@@ -884,22 +882,7 @@ static void test_after_lone_migration(void)
     g_assert_true(load_from_file(&dst, path));
     qtest_clock_set(dst.qts, now);
     qtest_qmp_assert_success(dst.qts, "{'execute': 'cont'}");
-    send_seg(&dst, &s[2]);
-    send_seg(&dst, &s[3]);
-    wait_rx(&dst, 4);
-    check_alone(&dst, &r, 2, &s[2], wb);
-    check_alone(&dst, &r, 3, &s[3], wb);
-
-    wr(&dst, IXGBE_EIMS, 1);
-    qtest_clock_step(dst.qts, ITR_NS);
-    g_assert_cmphex(rd(&dst, IXGBE_EIMS) & 1, ==, 0);
-    wr(&dst, IXGBE_EIMS, 1);
-    send_seg(&dst, &s[4]);
-    send_seg(&dst, &s[5]);
-    wait_rx(&dst, 6);
-    assert_open(&dst, &r, 4);
-    qtest_clock_step(dst.qts, ITR_NS);
-    check_aggregate(&dst, &r, i45, 2, c12, s + 4, 2);
+    check_held_then_coalesced(&dst, &r, s);
     unlink(path);
     ixgbe_test_stop(&dst);
     ixgbe_test_stop(&t);
