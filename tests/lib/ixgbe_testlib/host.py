@@ -67,11 +67,26 @@ def tcg_delay_calibration(hz: int = GUEST_HZ) -> str:
     A TCG guest's TSC counts at the host's rate. The kernel takes the boot
     vCPU's loops per jiffy from the TSC but times each other vCPU against
     jiffies, and TCG running all vCPUs in turn on one thread spoils that
-    timing: on 6.1 the other vCPUs came out 100 to 10,000 times too fast,
-    so a driver's 1 s mailbox timeout (2000 x udelay(500)) ran out in
-    2.5 ms there."""
+    timing: on 6.1 a second vCPU came out at 0.06 BogoMIPS against the
+    first's 4,200, so a driver's 1 s mailbox timeout (2000 x udelay(500))
+    ran out in milliseconds there."""
     khz = host_tsc_khz()
     return f"lpj={khz * 1000 // hz}" if khz else ""
+
+
+def delay_loop_problem(dmesg: str, cpuinfo: str, vcpus: int) -> str:
+    """What is wrong with a guest's delay loops, "" if nothing: each of its
+    `vcpus` vCPUs must show (in `cpuinfo`, /proc/cpuinfo or its bogomips
+    lines) BogoMIPS within 2 % of twice the TSC MHz its kernel reported
+    (in `dmesg`)."""
+    tsc = re.search(r"tsc: Detected ([0-9.]+) MHz", dmesg)
+    if tsc is None:
+        return "the kernel did not report the TSC's rate"
+    mips = [float(v) for v in re.findall(r"^bogomips\s*:\s*([0-9.]+)", cpuinfo, re.M)]
+    want = 2 * float(tsc[1])
+    if len(mips) != vcpus or any(abs(m - want) >= 0.02 * want for m in mips):
+        return f"BogoMIPS per vCPU {mips} ({vcpus} vCPUs), TSC {tsc[1]} MHz"
+    return ""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -47,7 +47,15 @@ from typing import Any, TypeVar
 from qemu.qmp.legacy import QEMUMonitorProtocol
 
 from ixgbe_testlib.errors import GuestError, HarnessError
-from ixgbe_testlib.host import FIRMWARE_DIRS, GuestImage, build_dir, die_with_parent, qemu_binary, scaled, tcg_delay_calibration
+from ixgbe_testlib.host import (
+    FIRMWARE_DIRS,
+    GuestImage,
+    build_dir,
+    die_with_parent,
+    qemu_binary,
+    scaled,
+    tcg_delay_calibration,
+)
 from ixgbe_testlib.iperf3 import iperf3_report
 from ixgbe_testlib.parsers import (
     KmsgRecord,
